@@ -1,0 +1,517 @@
+"""Typed, validated models of the config file (``apiVersion: hyperpod-inference/v1``).
+
+YAML keys are camelCase (the operator's vocabulary); Python attributes are snake_case. Unknown keys are errors.
+Field-level rules (patterns, ranges, enums) sit on the fields; rules that span fields sit in one validator per model
+and report every problem with its own path, so a config with five mistakes shows five lines.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from . import rules
+
+Loc = tuple[str | int, ...]
+
+
+class Strict(BaseModel):
+    """camelCase keys, unknown keys rejected, immutable once validated."""
+
+    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True, populate_by_name=False,
+                              regex_engine="python-re")
+
+
+def _err(loc: Loc, message: str, value: Any = None) -> InitErrorDetails:
+    return InitErrorDetails(type=PydanticCustomError("config", message), loc=loc, input=value)
+
+
+def _raise_all(model: type[BaseModel], errors: list[InitErrorDetails]) -> None:
+    if errors:
+        raise ValidationError.from_exception_data(model.__name__, errors)
+
+
+DnsLabel = Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)]
+DnsSubdomain = Annotated[str, StringConstraints(pattern=rules.DNS1123_SUBDOMAIN, max_length=253)]
+DomainName = Annotated[str, StringConstraints(pattern=rules.DOMAIN_NAME, max_length=253)]
+AbsolutePath = Annotated[str, StringConstraints(pattern=rules.ABSOLUTE_PATH, min_length=1, max_length=rules.HOST_PATH_MAX)]
+BucketName = Annotated[str, StringConstraints(pattern=rules.S3_BUCKET_NAME, min_length=3, max_length=63)]
+RoleArn = Annotated[str, StringConstraints(pattern=rules.IAM_ROLE_ARN)]
+ContentType = Annotated[str, StringConstraints(pattern=rules.CONTENT_TYPE, min_length=1, max_length=256)]
+
+
+# ---------------------------------------------------------------------------------------------------------------- env
+class Env(Strict):
+    """Where the stack deploys. Both are literal so physical names and manifests are known at synth time."""
+
+    account: Annotated[str, StringConstraints(pattern=rules.ACCOUNT)]
+    region: Annotated[str, StringConstraints(pattern=rules.REGION)]
+
+
+class Cluster(Strict):
+    """The existing HyperPod EKS cluster the stack installs into."""
+
+    eks_cluster_name: Annotated[str, StringConstraints(pattern=rules.EKS_CLUSTER_NAME)]
+    hyperpod_cluster_arn: Annotated[str, StringConstraints(pattern=rules.HYPERPOD_CLUSTER_ARN)]
+    kubectl_role_arn: RoleArn
+    oidc_provider_arn: Annotated[str, StringConstraints(pattern=rules.OIDC_PROVIDER_ARN)]
+    vpc_id: Annotated[str, StringConstraints(pattern=rules.VPC_ID)]
+    kubectl_subnet_ids: list[Annotated[str, StringConstraints(pattern=rules.SUBNET_ID)]] = Field(default_factory=list)
+    kubectl_security_group_id: Annotated[str, StringConstraints(pattern=rules.SECURITY_GROUP_ID)] | None = None
+
+    @model_validator(mode="after")
+    def _private_endpoint(self) -> Cluster:
+        if self.kubectl_security_group_id and not self.kubectl_subnet_ids:
+            _raise_all(type(self), [_err(("kubectlSecurityGroupId",),
+                                         "only used with kubectlSubnetIds (private API endpoint)")])
+        return self
+
+
+# ----------------------------------------------------------------------------------------------------------- operator
+class Operator(Strict):
+    """How the HyperPod inference operator is installed (add-on, cdk8s chart, or already there)."""
+
+    install: Literal["addon", "chart", "existing"] = "addon"
+    version: Literal["v3.2", "v3.3"] = "v3.3"
+    dependencies: Literal["create", "existing"] = "create"
+    tls_bucket_name: BucketName | None = None
+    crd_source: str | None = None
+    addon_version: Annotated[str, StringConstraints(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")] | None = None
+    alb_controller_role_arn: RoleArn | None = None
+    keda_role_arn: RoleArn | None = None
+    s3_csi_driver_role_arn: RoleArn | None = None
+
+    @model_validator(mode="after")
+    def _install_rules(self) -> Operator:
+        errors = []
+        if self.install == "chart" and not self.crd_source:
+            errors.append(_err(("crdSource",), "required with install: chart (a folder holding the operator's CRD YAML files)"))
+        if self.crd_source and self.install != "chart":
+            errors.append(_err(("crdSource",), "only used with install: chart", self.crd_source))
+        if self.install == "existing" and self.dependencies == "create":
+            errors.append(_err(("dependencies",), "install: existing installs nothing; set dependencies: existing",
+                               self.dependencies))
+        if self.addon_version and self.install != "addon":
+            errors.append(_err(("addonVersion",), "only used with install: addon", self.addon_version))
+        _raise_all(type(self), errors)
+        return self
+
+
+class Manifests(Strict):
+    """kubectl: the stack applies the charts through the cluster's kubectl provider. files: written for GitOps only."""
+
+    delivery: Literal["kubectl", "files"] = "kubectl"
+
+
+# ------------------------------------------------------------------------------------------------------------ capture
+class Capture(Strict):
+    """The capture bucket and key shared by every endpoint's data capture."""
+
+    bucket_name: BucketName | None = None
+    bucket_account: Annotated[str, StringConstraints(pattern=rules.ACCOUNT)] | None = None
+    bucket_encryption: Literal["SSE-S3", "SSE-KMS"] | None = None
+    prefix: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*$", max_length=256)] = "data-capture"
+    retention_days: Annotated[int, Field(ge=1, le=36500)] = 365
+    kms: str = "create"
+
+    @field_validator("kms")
+    @classmethod
+    def _kms(cls, v: str) -> str:
+        if v in ("create", "none") or rules.KMS_KEY_ARN_RE.match(v):
+            return v
+        raise PydanticCustomError("kms", "must be create, none, or a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)")
+
+    @model_validator(mode="after")
+    def _import_rules(self) -> Capture:
+        errors = []
+        if self.bucket_name is None and self.bucket_account:
+            errors.append(_err(("bucketAccount",), "only used with an imported bucketName"))
+        if self.bucket_name is None and self.bucket_encryption:
+            errors.append(_err(("bucketEncryption",), "only used with an imported bucketName (a created bucket is SSE-S3)"))
+        _raise_all(type(self), errors)
+        return self
+
+
+class Domain(Strict):
+    """The DNS zone and certificate for endpoint domain names."""
+
+    zone_name: DomainName
+    hosted_zone_id: Annotated[str, StringConstraints(pattern=rules.HOSTED_ZONE_ID)] | None = None
+    certificate_arn: Annotated[str, StringConstraints(pattern=rules.ACM_ARN_CRD)] | None = None
+    wildcard: bool | None = None
+
+
+# ------------------------------------------------------------------------------------------------------------- models
+class KubernetesSecretRef(Strict):
+    name: DnsSubdomain
+    key: Annotated[str, StringConstraints(pattern=rules.SECRET_KEY, max_length=253)] = "token"
+
+
+class HfToken(Strict):
+    """Exactly one: an existing Kubernetes Secret in the endpoint's namespace, or a Secrets Manager secret synced in."""
+
+    secrets_manager_arn: Annotated[str, StringConstraints(pattern=rules.SECRETS_MANAGER_ARN)] | None = None
+    kubernetes_secret: KubernetesSecretRef | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> HfToken:
+        given = [n for n, v in (("secretsManagerArn", self.secrets_manager_arn),
+                                ("kubernetesSecret", self.kubernetes_secret)) if v is not None]
+        if len(given) != 1:
+            raise PydanticCustomError("token", "give exactly one of secretsManagerArn, kubernetesSecret (got {n})",
+                                      {"n": ", ".join(given) or "none"})
+        return self
+
+
+class HuggingFaceSource(Strict):
+    model_id: Annotated[str, StringConstraints(pattern=rules.HF_MODEL_ID)]
+    commit_sha: Annotated[str, StringConstraints(pattern=rules.HF_COMMIT_SHA)] | None = Field(default=None, alias="commitSHA")
+    token: HfToken | None = None
+    prefetch: bool = True
+
+
+class S3Source(Strict):
+    bucket: BucketName
+    prefix: Annotated[str, StringConstraints(pattern=rules.S3_PREFIX, max_length=1024)] = ""
+    region: Annotated[str, StringConstraints(pattern=rules.REGION)] | None = None
+    kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None
+
+
+class FsxSource(Strict):
+    file_system_id: Annotated[str, StringConstraints(pattern=rules.FSX_ID)]
+    path: AbsolutePath = "/"
+    node_path: AbsolutePath | None = None  # where the file system is mounted on the nodes (daemonset cache source)
+
+
+class JumpStartSource(Strict):
+    model_id: Annotated[str, StringConstraints(pattern=rules.JUMPSTART_MODEL_ID, max_length=256)]
+    accept_eula: bool = False
+    model_hub_name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+
+
+class ModelSource(Strict):
+    huggingface: HuggingFaceSource | None = None
+    s3: S3Source | None = None
+    fsx: FsxSource | None = None
+    jumpstart: JumpStartSource | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ModelSource:
+        given = [n for n in ("huggingface", "s3", "fsx", "jumpstart") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise PydanticCustomError("source", "give exactly one model source of huggingface, s3, fsx, jumpstart (got {n})",
+                                      {"n": ", ".join(given) or "none"})
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(n for n in ("huggingface", "s3", "fsx", "jumpstart") if getattr(self, n) is not None)
+
+
+class WeightCache(Strict):
+    mode: Literal["off", "operator", "daemonset"] = "off"
+    host_path: AbsolutePath = "/opt/dlami/nvme"
+    volume_name: DnsLabel = "nvme-model"
+    agent_image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    min_free_percent: Annotated[int, Field(ge=0, le=90)] = 10
+
+    @field_validator("volume_name")
+    @classmethod
+    def _not_reserved(cls, v: str) -> str:
+        if v in rules.RESERVED_VOLUME_NAMES:
+            raise PydanticCustomError("reserved", "'{v}' is reserved by the operator (reserved: {r})",
+                                      {"v": v, "r": ", ".join(sorted(rules.RESERVED_VOLUME_NAMES))})
+        return v
+
+
+# ------------------------------------------------------------------------------------------------------- data capture
+class ContentTypeHeader(Strict):
+    csv_content_types: Annotated[list[ContentType], Field(min_length=1, max_length=rules.CONTENT_TYPES_MAX)] | None = None
+    json_content_types: Annotated[list[ContentType], Field(min_length=1, max_length=rules.CONTENT_TYPES_MAX)] | None = None
+
+    @field_validator("csv_content_types", "json_content_types")
+    @classmethod
+    def _unique(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and len(set(v)) != len(v):
+            raise PydanticCustomError("unique", "content types must be unique (the CRD lists them as a set)")
+        return v
+
+
+CaptureModes = Annotated[list[Literal["Input", "Output"]], Field(min_length=1, max_length=2)]
+Sampling = Annotated[int, Field(ge=rules.SAMPLING_RANGE[0], le=rules.SAMPLING_RANGE[1])]
+
+
+def _unique_modes(v: list[str]) -> list[str]:
+    if len(set(v)) != len(v):
+        raise PydanticCustomError("unique", "capture modes must be unique")
+    return v
+
+
+class SagemakerEndpointCapture(Strict):
+    """Tier 1: at the SageMaker endpoint (Model Monitor compatible). Needs sagemakerEndpointName."""
+
+    enabled: bool = True
+    initial_sampling_percentage: Sampling | None = None
+    capture_modes: CaptureModes = Field(default_factory=lambda: ["Input", "Output"])
+    capture_content_type_header: ContentTypeHeader | None = None
+
+    @field_validator("capture_modes")
+    @classmethod
+    def _modes(cls, v: list[str]) -> list[str]:
+        return _unique_modes(v)
+
+
+class LoadBalancerCapture(Strict):
+    """Tier 2: ALB access logs (S3 default encryption only)."""
+
+    enabled: bool = True
+
+
+class ModelPodCapture(Strict):
+    """Tier 3: in the model pod: full payloads with sampling, buffering and a payload cap."""
+
+    enabled: bool = True
+    initial_sampling_percentage: Sampling | None = None
+    capture_modes: CaptureModes = Field(default_factory=lambda: ["Input", "Output"])
+    capture_content_type_header: ContentTypeHeader | None = None
+    batch_size: Annotated[int, Field(ge=rules.BATCH_SIZE_RANGE[0], le=rules.BATCH_SIZE_RANGE[1])] | None = None
+    flush_interval_seconds: Annotated[int, Field(ge=rules.FLUSH_INTERVAL_RANGE[0], le=rules.FLUSH_INTERVAL_RANGE[1])] | None = None
+    max_payload_size_kb: Annotated[int, Field(ge=rules.MAX_PAYLOAD_KB_RANGE[0], le=rules.MAX_PAYLOAD_KB_RANGE[1])] | None = Field(
+        default=None, alias="maxPayloadSizeKB")
+
+    @field_validator("capture_modes")
+    @classmethod
+    def _modes(cls, v: list[str]) -> list[str]:
+        return _unique_modes(v)
+
+
+class DataCapture(Strict):
+    sagemaker_endpoint: SagemakerEndpointCapture | None = None
+    load_balancer: LoadBalancerCapture | None = None
+    model_pod: ModelPodCapture | None = None
+
+    @property
+    def any_enabled(self) -> bool:
+        return any(t is not None and t.enabled for t in (self.sagemaker_endpoint, self.load_balancer, self.model_pod))
+
+
+class Verify(Strict):
+    payload: str | None = None
+    content_type: ContentType = "application/json"
+    fail_deployment: bool = False
+    timeout_minutes: Annotated[int, Field(ge=5, le=120)] = 60
+
+
+class Resources(Strict):
+    """Worker resources beyond the GPUs the instance type implies (Kubernetes quantities)."""
+
+    cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = None
+    memory: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$")] | None = None
+    gpus: Annotated[int, Field(ge=0, le=64)] | None = None
+
+
+# ----------------------------------------------------------------------------------------------------------- endpoint
+class Endpoint(Strict):
+    name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)]
+    namespace: DnsLabel
+    kind: Literal["InferenceEndpointConfig", "JumpStartModel"] = "InferenceEndpointConfig"
+    sagemaker_endpoint_name: Annotated[str, StringConstraints(pattern=rules.ENDPOINT_NAME, max_length=63)] | None = None
+    instance_type: Annotated[str, StringConstraints(pattern=rules.INSTANCE_TYPE)]
+    replicas: Annotated[int, Field(ge=1, le=1000)] = 1
+    runtime: Literal["vllm", "tgi", "sglang", "custom"] | None = None
+    image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    args: list[str] | None = None
+    env: dict[Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")], str] | None = None
+    resources: Resources | None = None
+    invocation_endpoint: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=256)] | None = None
+    health_check_path: Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/-]*$")] | None = None
+    model: ModelSource
+    weight_cache: WeightCache = Field(default_factory=WeightCache)
+    data_capture: DataCapture | None = None
+    domain_name: DomainName | None = None
+    verify: Verify | None = None
+
+    @field_validator("domain_name", mode="before")
+    @classmethod
+    def _no_wildcard(cls, v: Any) -> Any:
+        if isinstance(v, str) and "*" in v:
+            raise PydanticCustomError("wildcard", "must be a specific domain, not a wildcard")
+        return v
+
+    @model_validator(mode="after")
+    def _endpoint_rules(self) -> Endpoint:
+        e: list[InitErrorDetails] = []
+        jsm = self.kind == "JumpStartModel"
+        source = self.model.kind
+        if jsm and source != "jumpstart":
+            e.append(_err(("model", source), "kind: JumpStartModel takes only a jumpstart source"))
+        if not jsm and source == "jumpstart":
+            e.append(_err(("model", "jumpstart"), "a jumpstart source needs kind: JumpStartModel"))
+        if jsm:
+            for field, alias in (("runtime", "runtime"), ("image", "image"), ("port", "port"), ("args", "args"),
+                                 ("env", "env"), ("resources", "resources"), ("invocation_endpoint", "invocationEndpoint"),
+                                 ("health_check_path", "healthCheckPath")):
+                if getattr(self, field) is not None:
+                    e.append(_err((alias,), "not used by kind: JumpStartModel (JumpStart picks the container)"))
+            if self.weight_cache.mode == "daemonset":
+                e.append(_err(("weightCache", "mode"),
+                              "daemonset needs spec.kubernetes, which kind: JumpStartModel does not have"))
+        if self.runtime == "custom" and not self.image:
+            e.append(_err(("image",), "required with runtime: custom"))
+        if self.runtime == "custom" and not self.port:
+            e.append(_err(("port",), "required with runtime: custom"))
+        dc = self.data_capture
+        if dc and dc.sagemaker_endpoint and dc.sagemaker_endpoint.enabled and not self.sagemaker_endpoint_name:
+            e.append(_err(("sagemakerEndpointName",),
+                          "required by dataCapture.sagemakerEndpoint (tier 1 captures at the SageMaker endpoint)"))
+        if self.verify and not self.sagemaker_endpoint_name:
+            e.append(_err(("sagemakerEndpointName",), "required by verify (it invokes the SageMaker endpoint)"))
+        if self.weight_cache.mode == "daemonset" and source == "fsx" and not self.model.fsx.node_path:  # type: ignore[union-attr]
+            e.append(_err(("model", "fsx", "nodePath"),
+                          "required with weightCache.mode: daemonset (the agent copies from the node's FSx mount)"))
+        if self.weight_cache.mode == "operator" and source == "huggingface":
+            e.append(_err(("weightCache", "mode"),
+                          "operator mode caches S3/FSx/JumpStart sources; for a Hugging Face model use daemonset"))
+        _raise_all(type(self), e)
+        return self
+
+    @property
+    def is_jumpstart(self) -> bool:
+        return self.kind == "JumpStartModel"
+
+    @property
+    def effective_runtime(self) -> str | None:
+        return None if self.is_jumpstart else (self.runtime or "vllm")
+
+
+# ------------------------------------------------------------------------------------------------------------- config
+class HyperPodConfig(Strict):
+    """The whole config file."""
+
+    api_version: Literal["hyperpod-inference/v1"]
+    env: Env
+    cluster: Cluster
+    operator: Operator = Field(default_factory=Operator)
+    manifests: Manifests = Field(default_factory=Manifests)
+    namespaces: list[DnsLabel] = Field(default_factory=list)
+    capture: Capture | None = None
+    domain: Domain | None = None
+    endpoints: list[Endpoint] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cross_rules(self) -> HyperPodConfig:
+        e: list[InitErrorDetails] = []
+        account, region = self.env.account, self.env.region
+        # identifiers that must belong to env
+        m = rules.CLUSTER_ARN_RE.match(self.cluster.hyperpod_cluster_arn)
+        if m and (m.group(1), m.group(2)) != (region, account):
+            e.append(_err(("cluster", "hyperpodClusterArn"), "must be in env.account / env.region ({a} / {r})".format(a=account, r=region)))
+        m = rules.OIDC_RE.match(self.cluster.oidc_provider_arn)
+        if m and (m.group(1), m.group(2)) != (account, region):
+            e.append(_err(("cluster", "oidcProviderArn"), f"must be the provider of a cluster in {account} / {region}"))
+        m = rules.IAM_ROLE_ARN_RE.match(self.cluster.kubectl_role_arn)
+        if m and m.group(1) != account:
+            e.append(_err(("cluster", "kubectlRoleArn"), f"must be a role in env.account ({account})"))
+        # namespaces
+        seen_ns: set[str] = set()
+        for i, ns in enumerate(self.namespaces):
+            if ns in rules.SYSTEM_NAMESPACES:
+                e.append(_err(("namespaces", i), f"'{ns}' exists on every cluster; the stack only creates namespaces it owns"))
+            if ns in seen_ns:
+                e.append(_err(("namespaces", i), f"duplicate namespace '{ns}'"))
+            seen_ns.add(ns)
+        # operator region support (chart mode pulls the operator image from a regional registry)
+        if self.operator.install == "chart":
+            from ..charts.operator_images import SUPPORTED_REGIONS as supported_regions
+
+            if region not in supported_regions(self.operator.version):
+                e.append(_err(("env", "region"), f"the operator {self.operator.version} image is not published in {region}; "
+                              f"supported: {', '.join(supported_regions(self.operator.version))}"))
+        files = self.manifests.delivery == "files"
+        if self.domain is not None and files:
+            if self.domain.certificate_arn is None:
+                e.append(_err(("domain", "certificateArn"),
+                              "required with manifests.delivery: files (an issued certificate's ARN is known only at deploy)"))
+            if self.domain.hosted_zone_id is None:
+                e.append(_err(("domain", "hostedZoneId"),
+                              "required with manifests.delivery: files (a created zone's ID is known only at deploy)"))
+        if self.capture is not None:
+            c = self.capture
+            if c.bucket_account and c.bucket_account != account:
+                e.append(_err(("capture", "bucketAccount"),
+                              f"the capture bucket must be in the cluster's account ({account}): the operator requires it"))
+            m = rules.KMS_KEY_ARN_RE.match(c.kms)
+            if m and (m.group(1) or m.group(3)) != region:
+                e.append(_err(("capture", "kms"), f"the key must be in env.region ({region})"))
+        # endpoints
+        names: dict[tuple[str, str], int] = {}
+        domains: dict[str, int] = {}
+        sm_names: dict[str, int] = {}
+        for i, ep in enumerate(self.endpoints):
+            at = ("endpoints", i)
+            key = (ep.namespace, ep.name)
+            if key in names:
+                e.append(_err(at + ("name",), f"duplicate endpoint '{ep.namespace}/{ep.name}' (also endpoints[{names[key]}])"))
+            names.setdefault(key, i)
+            if ep.sagemaker_endpoint_name:
+                low = ep.sagemaker_endpoint_name.lower()
+                if low in sm_names:
+                    e.append(_err(at + ("sagemakerEndpointName",),
+                                  f"duplicate SageMaker endpoint name (also endpoints[{sm_names[low]}])"))
+                sm_names.setdefault(low, i)
+            if ep.weight_cache.mode == "operator" and self.operator.version < "v3.3":
+                e.append(_err(at + ("weightCache", "mode"),
+                              f"operator mode needs operator.version v3.3 or later (have {self.operator.version})"))
+            if ep.data_capture is not None and ep.data_capture.any_enabled:
+                if self.capture is None:
+                    e.append(_err(at + ("dataCapture",), "capture is enabled here but the top-level capture section is absent"))
+                elif (ep.data_capture.load_balancer and ep.data_capture.load_balancer.enabled
+                      and self.capture.bucket_encryption == "SSE-KMS"):
+                    e.append(_err(at + ("dataCapture", "loadBalancer"),
+                                  "ALB access logs cannot be written to a bucket whose default encryption is SSE-KMS "
+                                  "(capture.bucketEncryption)"))
+            if ep.domain_name is not None:
+                if self.domain is None:
+                    e.append(_err(at + ("domainName",), "needs the top-level domain section"))
+                elif not rules.domain_within_zone(ep.domain_name, self.domain.zone_name):
+                    e.append(_err(at + ("domainName",), f"must be inside domain.zoneName ({self.domain.zone_name})"))
+                if ep.domain_name in domains:
+                    e.append(_err(at + ("domainName",), f"already used by endpoints[{domains[ep.domain_name]}]"))
+                domains.setdefault(ep.domain_name, i)
+            if ep.verify is not None and files:
+                e.append(_err(at + ("verify",), "not available with manifests.delivery: files (nothing applies the resource)"))
+            if ep.model.huggingface and ep.model.huggingface.token and ep.model.huggingface.token.secrets_manager_arn:
+                m = rules.SECRETS_ARN_RE.match(ep.model.huggingface.token.secrets_manager_arn)
+                if m and m.group(2) != account:
+                    e.append(_err(at + ("model", "huggingface", "token", "secretsManagerArn"),
+                                  f"must be a secret in env.account ({account})"))
+        if self.domain is not None and len(domains) > 100:
+            e.append(_err(("endpoints",), "at most 100 endpoint domain names per stack"))
+        _raise_all(type(self), e)
+        return self
+
+    # conveniences used by the stack -----------------------------------------------------------------------------
+    @property
+    def capture_enabled(self) -> bool:
+        return any(ep.data_capture is not None and ep.data_capture.any_enabled for ep in self.endpoints)
+
+    @property
+    def alb_logs_enabled(self) -> bool:
+        return any(ep.data_capture and ep.data_capture.load_balancer and ep.data_capture.load_balancer.enabled
+                   for ep in self.endpoints)
+
+    @property
+    def needs_custom_service_accounts(self) -> bool:
+        return any(ep.weight_cache.mode == "daemonset" and not ep.is_jumpstart for ep in self.endpoints)

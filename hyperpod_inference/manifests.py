@@ -1,0 +1,66 @@
+"""Review copies of the Kubernetes manifests: deploy-time values become readable placeholders.
+
+With ``manifests.delivery: kubectl`` CloudFormation resolves CDK tokens inside the manifests; the copy written under
+``<outdir>/manifests/`` shows each such value as ``<LogicalId.Attribute>`` (or ``<LogicalId>`` for a ``Ref``),
+never as ``${Token[...]}``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aws_cdk import Stack, Token
+
+TOKEN_MARK = "${Token["
+
+
+def _render_intrinsic(value: Any) -> str:
+    """A resolved CloudFormation value as one readable string."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float, bool)):
+        return json.dumps(value)
+    if isinstance(value, dict) and len(value) == 1:
+        (fn, arg), = value.items()
+        if fn == "Ref":
+            return f"<{arg}>"
+        if fn == "Fn::GetAtt":
+            return f"<{arg[0]}.{arg[1]}>" if isinstance(arg, list) else f"<{arg}>"
+        if fn == "Fn::Join":
+            sep, parts = arg
+            return sep.join(_render_intrinsic(p) for p in parts)
+        if fn == "Fn::Select":
+            return f"<{_render_intrinsic(arg[1])}[{arg[0]}]>"
+        if fn == "Fn::ImportValue":
+            return f"<import {_render_intrinsic(arg)}>"
+    return f"<{json.dumps(value, sort_keys=True)}>"
+
+
+def with_placeholders(stack: Stack, obj: Any) -> Any:
+    """Deep copy of ``obj`` with every CDK token resolved against ``stack`` and rendered as a placeholder."""
+    if isinstance(obj, dict):
+        return {k: with_placeholders(stack, v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [with_placeholders(stack, v) for v in obj]
+    if isinstance(obj, str) and Token.is_unresolved(obj):
+        return _render_intrinsic(stack.resolve(obj))
+    return obj
+
+
+def has_tokens(obj: Any) -> bool:
+    return TOKEN_MARK in json.dumps(obj, default=str)
+
+
+def write_manifest_files(folder: str | Path, documents: dict[str, list[dict]]) -> list[Path]:
+    """One multi-document YAML file per chart: ``<folder>/<name>.yaml``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, objs in documents.items():
+        path = folder / f"{name}.yaml"
+        path.write_text(yaml.safe_dump_all(objs, sort_keys=False, default_flow_style=False))
+        written.append(path)
+    return written
