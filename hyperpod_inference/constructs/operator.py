@@ -1,0 +1,649 @@
+"""The AWS side of the HyperPod inference operator: execution role, TLS bucket, dependency IRSA roles and EKS add-ons.
+
+Each construct takes plain props and can be used on its own:
+
+- :class:`OperatorExecutionRole` -- the role the operator runs as (``SageMakerHyperPodInference...``), trusted by
+  SageMaker and by the operator's one service account, with the AWS managed policy
+  ``AmazonSageMakerHyperPodInferenceAccess``. Features add their own statements through their ``grant_*`` methods.
+- :class:`TlsBucket` -- the bucket the operator writes TLS certificates to (created as ``hyperpod-tls-<account>-<region>``
+  or imported by name).
+- :class:`OperatorDependencyRoles` -- IRSA roles for the ALB controller, KEDA, the Mountpoint S3 CSI driver and the
+  JumpStart gated-model download role.
+- :class:`OperatorAddon` -- the ``amazon-sagemaker-hyperpod-inference`` EKS add-on and its ``configurationValues``.
+- :class:`DependencyAddons` -- the EKS add-ons the operator add-on needs installed first.
+
+Security checks (cdk-nag AwsSolutions) are acknowledged here, at the narrowest construct, each with its reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from aws_cdk import Acknowledgment, Aws, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct, IConstruct
+
+from .irsa import ServiceAccountRef, ServiceAccountRole, irsa_principal, oidc_issuer_from_arn
+
+__all__ = [
+    "ADDON_SERVICE_ACCOUNT",
+    "ALB_CONTROLLER_SERVICE_ACCOUNT",
+    "CHART_SERVICE_ACCOUNT",
+    "DEPENDENCY_ADDON_VERSIONS",
+    "EXECUTION_ROLE_NAME_PREFIX",
+    "GATED_MODEL_SERVICE_ACCOUNT_PREFIX",
+    "KEDA_SERVICE_ACCOUNT",
+    "OPERATOR_ADDON_NAME",
+    "OPERATOR_ADDON_VERSIONS",
+    "OPERATOR_NAMESPACE",
+    "S3_CSI_SERVICE_ACCOUNT",
+    "TLS_BUCKET_PREFIX",
+    "DependencyAddons",
+    "OperatorAddon",
+    "OperatorDependencyRoles",
+    "OperatorExecutionRole",
+    "TlsBucket",
+    "default_execution_role_name",
+]
+
+# --- facts about the operator (FACTS.md §6, §7) -------------------------------------------------------------------
+
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+#: The operator's service account when installed as the EKS add-on.
+ADDON_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
+#: The operator's service account when installed from the Helm chart (``<namePrefix>-controller-manager``).
+CHART_SERVICE_ACCOUNT = "hyperpod-inference-operator-controller-manager"
+
+#: The add-on refuses other role names, and the managed policy's iam:PassRole only covers this prefix.
+EXECUTION_ROLE_NAME_PREFIX = "SageMakerHyperPodInference"
+OPERATOR_MANAGED_POLICY = "AmazonSageMakerHyperPodInferenceAccess"
+GATED_MODEL_MANAGED_POLICY = "AmazonSageMakerHyperPodGatedModelAccess"
+
+#: The managed policy's S3 and KMS statements cover buckets named ``hyperpod-tls*``.
+TLS_BUCKET_PREFIX = "hyperpod-tls"
+#: Object tag the operator sets on (and requires of) the TLS objects it writes and reads.
+_OPERATOR_OBJECT_TAG = ("CreatedBy", "HyperPodInference")
+
+ALB_CONTROLLER_SERVICE_ACCOUNT = ServiceAccountRef(OPERATOR_NAMESPACE, "aws-load-balancer-controller")
+KEDA_SERVICE_ACCOUNT = ServiceAccountRef(OPERATOR_NAMESPACE, "keda-operator")
+S3_CSI_SERVICE_ACCOUNT = ServiceAccountRef("kube-system", "s3-csi-driver-sa")
+#: The operator creates one service account per JumpStart endpoint, named with this prefix.
+GATED_MODEL_SERVICE_ACCOUNT_PREFIX = "hyperpod-inference-service-account"
+
+OPERATOR_ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
+#: Operator version -> EKS add-on version (release notes).
+OPERATOR_ADDON_VERSIONS: Mapping[str, str] = {
+    "v3.2": "v1.3.0-eksbuild.1",
+    "v3.3": "v1.4.0-eksbuild.1",
+}
+#: EKS add-ons the operator add-on needs, at the minimum versions the setup guide names.
+DEPENDENCY_ADDON_VERSIONS: Mapping[str, str] = {
+    "aws-mountpoint-s3-csi-driver": "v1.14.1-eksbuild.1",
+    "aws-fsx-csi-driver": "v1.6.0-eksbuild.1",
+    "metrics-server": "v0.7.2-eksbuild.4",
+    "cert-manager": "v1.18.2-eksbuild.2",
+}
+
+_S3_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
+_ALB_POLICY_FILE = Path(__file__).with_name("alb_controller_policy.json")
+
+_ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+_CLUSTER_ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:cluster/[a-z0-9]{1,128}$")
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_EKS_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+_ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
+_MAX_ROLE_NAME = 64
+# Longest Region name today is 14 characters (ap-southeast-1); keep headroom for a token Region.
+_REGION_RESERVE = 16
+
+
+def _acknowledge(scope: IConstruct, findings: Mapping[str, str]) -> None:
+    """Acknowledge cdk-nag findings (exact, granular IDs) on ``scope``, each with its reason."""
+    Validations.of(scope).acknowledge(*[Acknowledgment(id=rule, reason=reason) for rule, reason in findings.items()])
+
+
+def _nag_iam4(policy_name: str) -> str:
+    return f"AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy_name}]"
+
+
+def _nag_iam5(resource: str) -> str:
+    return f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]"
+
+
+def _nag_value(value: str, pseudo_parameter: str) -> str:
+    """How cdk-nag writes a value in a finding ID: literal, or ``<AWS::Region>`` for the pseudo-parameter token."""
+    return f"<{pseudo_parameter}>" if Token.is_unresolved(value) else value
+
+
+def _raise_if(errors: list[str], what: str) -> None:
+    if errors:
+        raise ValueError(f"{what}: " + "; ".join(errors))
+
+
+def _check_role_arn(field: str, value: str | None, errors: list[str], *, required: bool = True) -> None:
+    if value is None:
+        if required:
+            errors.append(f"{field}: required")
+        return
+    if not Token.is_unresolved(value) and not _ROLE_ARN.match(value):
+        errors.append(f"{field}: not an IAM role ARN: {value!r}")
+
+
+def _shorten(name: str, limit: int) -> str:
+    """``name`` if it fits, else its head plus an 8-hex digest of the whole (deterministic, and two long names that
+    share a head still differ)."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: limit - 9]}-{digest}"
+
+
+# --- 1. execution role ----------------------------------------------------------------------------------------------
+
+def default_execution_role_name(stack: Stack) -> str:
+    """``SageMakerHyperPodInference-<stack name>-<region>``, at most 64 characters.
+
+    Longer names keep their head and end in an 8-hex digest of the full name. With an environment-agnostic stack the
+    Region is a deploy-time value: the stack-name part is then shortened so that any Region still fits.
+    """
+    region = stack.region
+    if not Token.is_unresolved(region):
+        return _shorten(f"{EXECUTION_ROLE_NAME_PREFIX}-{stack.stack_name}-{region}", _MAX_ROLE_NAME)
+    room = _MAX_ROLE_NAME - len(EXECUTION_ROLE_NAME_PREFIX) - 2 - _REGION_RESERVE
+    return f"{EXECUTION_ROLE_NAME_PREFIX}-{_shorten(stack.stack_name, room)}-{Aws.REGION}"
+
+
+class OperatorExecutionRole(iam.Role):
+    """The HyperPod inference operator's execution role.
+
+    Trusted by ``sagemaker.amazonaws.com`` (``sts:AssumeRole``) and by the operator's service account through the
+    cluster's OIDC provider (``sts:AssumeRoleWithWebIdentity``, ``StringEquals`` on ``aud`` and ``sub``). Carries the AWS
+    managed policy ``AmazonSageMakerHyperPodInferenceAccess`` and nothing else: features add their statements through
+    their own ``grant_*`` methods.
+
+    :param oidc_provider_arn: the EKS cluster's IAM OIDC provider ARN (literal; the issuer is parsed from it)
+    :param install_mode: ``addon`` trusts ``hyperpod-inference-controller-manager``; ``chart`` trusts
+        ``hyperpod-inference-operator-controller-manager``; ``existing`` (operator installed outside this stack, method
+        unknown) trusts exactly those two service accounts of ``hyperpod-inference-system``.
+    :param role_name: physical name; must start with ``SageMakerHyperPodInference`` (the add-on refuses other names and
+        the managed policy only lets the operator pass roles with that prefix). Default:
+        :func:`default_execution_role_name`.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, oidc_provider_arn: str,
+                 install_mode: Literal["addon", "chart", "existing"], role_name: str | None = None) -> None:
+        service_accounts = self.service_accounts_for(install_mode)
+        if role_name is not None:
+            self._validate_role_name(role_name)
+        else:
+            role_name = default_execution_role_name(Stack.of(scope))
+        if len(service_accounts) == 1:
+            federated = irsa_principal(oidc_provider_arn, service_accounts[0])
+        else:
+            issuer = oidc_issuer_from_arn(oidc_provider_arn)
+            federated = iam.FederatedPrincipal(
+                oidc_provider_arn,
+                conditions={"StringEquals": {
+                    f"{issuer}:aud": "sts.amazonaws.com",
+                    f"{issuer}:sub": [sa.subject for sa in service_accounts],
+                }},
+                assume_role_action="sts:AssumeRoleWithWebIdentity",
+            )
+        super().__init__(
+            scope,
+            construct_id,
+            role_name=role_name,
+            description=f"SageMaker HyperPod inference operator execution role ({install_mode})",
+            assumed_by=iam.CompositePrincipal(iam.ServicePrincipal("sagemaker.amazonaws.com"), federated),
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(OPERATOR_MANAGED_POLICY)],
+        )
+        self.install_mode = install_mode
+        self.service_accounts: tuple[ServiceAccountRef, ...] = service_accounts
+        _acknowledge(self, {
+            _nag_iam4(OPERATOR_MANAGED_POLICY):
+                "AWS publishes and maintains AmazonSageMakerHyperPodInferenceAccess for exactly this role; the "
+                "add-on setup guide requires it. Its statements are resource- or condition-scoped "
+                "(hyperpod-tls* buckets, CreatedBy=HyperPodInference tags, aws:ResourceAccount).",
+        })
+
+    @staticmethod
+    def service_accounts_for(install_mode: str) -> tuple[ServiceAccountRef, ...]:
+        """The operator service account(s) an install mode runs as."""
+        if install_mode == "addon":
+            names: tuple[str, ...] = (ADDON_SERVICE_ACCOUNT,)
+        elif install_mode == "chart":
+            names = (CHART_SERVICE_ACCOUNT,)
+        elif install_mode == "existing":
+            names = (ADDON_SERVICE_ACCOUNT, CHART_SERVICE_ACCOUNT)
+        else:
+            raise ValueError(f"install_mode: must be one of addon, chart, existing (got {install_mode!r})")
+        return tuple(ServiceAccountRef(OPERATOR_NAMESPACE, n) for n in names)
+
+    @staticmethod
+    def _validate_role_name(role_name: str) -> None:
+        if Token.is_unresolved(role_name):
+            return
+        errors = []
+        if not role_name.startswith(EXECUTION_ROLE_NAME_PREFIX):
+            errors.append(f"must start with {EXECUTION_ROLE_NAME_PREFIX!r} (got {role_name!r})")
+        if not _ROLE_NAME.match(role_name):
+            errors.append("must be 1-64 characters of letters, digits and +=,.@_-")
+        _raise_if(errors, "role_name")
+
+
+# --- 2. TLS bucket --------------------------------------------------------------------------------------------------
+
+class TlsBucket(Construct):
+    """The S3 bucket the operator writes TLS certificates to.
+
+    ``bucket_name=None`` creates ``hyperpod-tls-<account>-<region>``: TLS-only, Block Public Access, SSE-S3, versioned,
+    bucket-owner-enforced, retained on stack deletion, with server access logs in a separate retained bucket. Its name
+    lies under the managed policy's ``hyperpod-tls*`` statements, so the execution role needs nothing more.
+
+    A name imports an existing bucket; it is never re-policied. If the name does not start with ``hyperpod-tls``,
+    :meth:`grant_operator_access` adds to the execution role the S3 statements the managed policy would have given.
+
+    Attributes: ``bucket`` (s3.IBucket), ``bucket_name``, ``s3_uri``, ``managed_policy_covers``, ``created`` and
+    ``access_log_bucket`` (created buckets only, else None).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, bucket_name: str | None = None) -> None:
+        super().__init__(scope, construct_id)
+        self.access_log_bucket: s3.Bucket | None = None
+        if bucket_name is None:
+            stack = Stack.of(self)
+            # Deliver access logs through a bucket policy on the log bucket, not the LogDeliveryWrite ACL, so both
+            # buckets can keep ACLs disabled (BucketOwnerEnforced). Scoped to this construct's subtree.
+            self.node.set_context(_S3_ACCESS_LOGS_USE_BUCKET_POLICY, True)
+            self.access_log_bucket = s3.Bucket(
+                self,
+                "AccessLogs",
+                enforce_ssl=True,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            physical_name = f"{TLS_BUCKET_PREFIX}-{stack.account}-{stack.region}"
+            self.bucket: s3.IBucket = s3.Bucket(
+                self,
+                "Bucket",
+                bucket_name=physical_name,
+                enforce_ssl=True,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                versioned=True,
+                removal_policy=RemovalPolicy.RETAIN,
+                server_access_logs_bucket=self.access_log_bucket,
+                server_access_logs_prefix="tls-bucket/",
+            )
+            # The TLS-only bucket policies stay with their retained buckets.
+            for bucket in (self.access_log_bucket, self.bucket):
+                bucket.policy.apply_removal_policy(RemovalPolicy.RETAIN)
+            self.created = True
+            # The physical name itself (not a Ref), so manifests get the real name at synth time.
+            self.bucket_name: str = physical_name
+            # Built from the prefix above, so covered even while account/region are tokens.
+            self.managed_policy_covers = True
+        else:
+            self._validate_bucket_name(bucket_name)
+            self.bucket = s3.Bucket.from_bucket_name(self, "Bucket", bucket_name)
+            self.bucket_name = bucket_name
+            self.created = False
+            # A deploy-time name cannot be checked: grant explicitly (harmless if the policy also covers it).
+            self.managed_policy_covers = (not Token.is_unresolved(bucket_name)
+                                          and bucket_name.startswith(TLS_BUCKET_PREFIX))
+        self.s3_uri = f"s3://{self.bucket_name}"
+
+    def grant_operator_access(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Give the operator's execution role what the managed policy gives for ``hyperpod-tls*`` buckets, on this
+        bucket. A no-op (``iam.Grant.drop``) when the managed policy already covers the bucket.
+
+        Mirrors the managed policy (v4): DeleteObject; GetObject on objects tagged ``CreatedBy=HyperPodInference``;
+        PutObject/PutObjectTagging only with that tag in the request; ListBucket. Every statement keeps the policy's
+        ``aws:ResourceAccount = ${aws:PrincipalAccount}`` condition.
+        """
+        if self.managed_policy_covers:
+            return iam.Grant.drop(grantee, f"{self.bucket_name} is covered by {OPERATOR_MANAGED_POLICY}")
+        same_account = {"aws:ResourceAccount": "${aws:PrincipalAccount}"}
+        tag_key, tag_value = _OPERATOR_OBJECT_TAG
+        objects = [self.bucket.arn_for_objects("*")]
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:DeleteObject"], resource_arns=objects,
+            conditions={"StringEquals": dict(same_account)},
+        )
+        for actions, condition in (
+            (["s3:GetObject"], {f"s3:ExistingObjectTag/{tag_key}": tag_value}),
+            (["s3:PutObject", "s3:PutObjectTagging"], {f"s3:RequestObjectTag/{tag_key}": tag_value}),
+        ):
+            grant = grant.combine(iam.Grant.add_to_principal(
+                grantee=grantee, actions=actions, resource_arns=objects,
+                conditions={"StringEquals": {**same_account, **condition}},
+            ))
+        grant = grant.combine(iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:ListBucket"], resource_arns=[self.bucket.bucket_arn],
+            conditions={"StringEquals": dict(same_account)},
+        ))
+        self._acknowledge_object_wildcard(grantee)
+        return grant
+
+    def _acknowledge_object_wildcard(self, grantee: iam.IGrantable) -> None:
+        principal = grantee.grant_principal
+        if not isinstance(principal, Construct) or Token.is_unresolved(self.bucket_name):
+            return
+        policy = principal.node.try_find_child("DefaultPolicy") or principal
+        _acknowledge(policy, {
+            _nag_iam5(f"arn:<AWS::Partition>:s3:::{self.bucket_name}/*"):
+                "The operator writes and reads TLS certificate objects under generated keys in this one bucket; "
+                "reads and writes are limited to objects tagged CreatedBy=HyperPodInference, as in the managed "
+                "policy for hyperpod-tls* buckets.",
+        })
+
+    @staticmethod
+    def _validate_bucket_name(bucket_name: str) -> None:
+        if Token.is_unresolved(bucket_name):
+            return
+        errors = []
+        if bucket_name.startswith("s3://"):
+            errors.append("give the bucket name, not an s3:// URI")
+        elif not _BUCKET_NAME.match(bucket_name) or ".." in bucket_name:
+            errors.append(f"not a valid S3 bucket name: {bucket_name!r}")
+        _raise_if(errors, "bucket_name")
+
+
+# --- 3. IRSA roles for the operator's dependencies -----------------------------------------------------------------
+
+def _load_alb_controller_policy() -> dict[str, Any]:
+    """The upstream AWS Load Balancer Controller policy (v2.13 ``docs/install/iam_policy.json``), with the ``aws``
+    partition replaced by the stack's partition."""
+    document = json.loads(_ALB_POLICY_FILE.read_text())
+    text = json.dumps(document).replace('"arn:aws:', f'"arn:{Aws.PARTITION}:')
+    return json.loads(text)
+
+
+#: cdk-nag IAM5 findings of the upstream ALB controller policy (resource and partition as cdk-nag renders them).
+_ALB_POLICY_ACKS: Mapping[str, str] = {
+    _nag_iam5("*"):
+        "Upstream AWS Load Balancer Controller policy v2.13, kept verbatim: Describe*/Get* and WAF/Shield/ACM lookups "
+        "have no resource-level permissions; mutating ELB and security-group actions are conditioned on the "
+        "elbv2.k8s.aws/cluster tag; CreateSecurityGroup/CreateListener/CreateRule/Authorize/Revoke act on resources "
+        "whose ARNs are not known before the controller creates them.",
+    _nag_iam5("arn:<AWS::Partition>:ec2:*:*:security-group/*"):
+        "Upstream ALB controller policy: CreateTags/DeleteTags on security groups, conditioned on the "
+        "elbv2.k8s.aws/cluster request/resource tag.",
+    _nag_iam5("arn:<AWS::Partition>:elasticloadbalancing:*:*:targetgroup/*/*"):
+        "Upstream ALB controller policy: tagging and target registration on target groups the controller creates "
+        "(names generated at run time; tagging is tag-conditioned).",
+    _nag_iam5("arn:<AWS::Partition>:elasticloadbalancing:*:*:loadbalancer/net/*/*"):
+        "Upstream ALB controller policy: tagging NLBs the controller creates, conditioned on elbv2.k8s.aws/cluster.",
+    _nag_iam5("arn:<AWS::Partition>:elasticloadbalancing:*:*:loadbalancer/app/*/*"):
+        "Upstream ALB controller policy: tagging ALBs the controller creates, conditioned on elbv2.k8s.aws/cluster.",
+    _nag_iam5("arn:<AWS::Partition>:elasticloadbalancing:*:*:listener/net/*/*/*"):
+        "Upstream ALB controller policy: tagging listeners of load balancers the controller creates.",
+    _nag_iam5("arn:<AWS::Partition>:elasticloadbalancing:*:*:listener/app/*/*/*"):
+        "Upstream ALB controller policy: tagging listeners of load balancers the controller creates.",
+    _nag_iam5("arn:<AWS::Partition>:elasticloadbalancing:*:*:listener-rule/net/*/*/*"):
+        "Upstream ALB controller policy: tagging listener rules of load balancers the controller creates.",
+    _nag_iam5("arn:<AWS::Partition>:elasticloadbalancing:*:*:listener-rule/app/*/*/*"):
+        "Upstream ALB controller policy: tagging listener rules of load balancers the controller creates.",
+}
+
+KEDA_CLOUDWATCH_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics")
+KEDA_PROMETHEUS_ACTIONS = ("aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata")
+
+
+class OperatorDependencyRoles(Construct):
+    """IRSA roles for what the operator add-on installs or uses, each trusted by exactly its service account(s).
+
+    - ``alb_role``: ``hyperpod-inference-system:aws-load-balancer-controller``, upstream ALB controller policy v2.13.
+    - ``keda_role``: ``hyperpod-inference-system:keda-operator``; CloudWatch metric reads and Amazon Managed Prometheus
+      queries on this account's workspaces in this Region.
+    - ``s3_csi_role``: ``kube-system:s3-csi-driver-sa``, created with no permissions: features grant it exactly the
+      buckets/prefixes their volumes mount.
+    - ``jumpstart_gated_role``: SageMaker plus the per-endpoint service accounts ``hyperpod-inference-service-account*``
+      the operator creates in ``namespaces_for_gated``; AWS managed ``AmazonSageMakerHyperPodGatedModelAccess``.
+
+    Any ``*_role_arn`` imports that role instead of creating it (``jumpstart_gated_role_arn`` likewise).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, oidc_provider_arn: str,
+                 namespaces_for_gated: Sequence[str], alb_role_arn: str | None = None,
+                 keda_role_arn: str | None = None, s3_csi_role_arn: str | None = None,
+                 jumpstart_gated_role_arn: str | None = None) -> None:
+        super().__init__(scope, construct_id)
+        errors: list[str] = []
+        for field, arn in (("alb_role_arn", alb_role_arn), ("keda_role_arn", keda_role_arn),
+                           ("s3_csi_role_arn", s3_csi_role_arn),
+                           ("jumpstart_gated_role_arn", jumpstart_gated_role_arn)):
+            _check_role_arn(field, arn, errors, required=False)
+        if jumpstart_gated_role_arn is None:
+            if not namespaces_for_gated:
+                errors.append("namespaces_for_gated: name at least one namespace (or give jumpstart_gated_role_arn)")
+            for i, ns in enumerate(namespaces_for_gated):
+                if not _DNS_LABEL.match(ns):
+                    errors.append(f"namespaces_for_gated[{i}]: not a Kubernetes namespace name: {ns!r}")
+        _raise_if(errors, "OperatorDependencyRoles")
+
+        self.alb_role: iam.IRole = (
+            iam.Role.from_role_arn(self, "AlbControllerRole", alb_role_arn) if alb_role_arn
+            else self._alb_controller_role(oidc_provider_arn))
+        self.keda_role: iam.IRole = (
+            iam.Role.from_role_arn(self, "KedaRole", keda_role_arn) if keda_role_arn
+            else self._keda_role(oidc_provider_arn))
+        self.s3_csi_role: iam.IRole = (
+            iam.Role.from_role_arn(self, "S3CsiRole", s3_csi_role_arn) if s3_csi_role_arn
+            else ServiceAccountRole(self, "S3CsiRole", oidc_provider_arn=oidc_provider_arn,
+                                    service_account=S3_CSI_SERVICE_ACCOUNT,
+                                    description="Mountpoint for Amazon S3 CSI driver (kube-system:s3-csi-driver-sa); "
+                                                "bucket access is granted per feature"))
+        self.jumpstart_gated_role: iam.IRole = (
+            iam.Role.from_role_arn(self, "JumpStartGatedModelRole", jumpstart_gated_role_arn)
+            if jumpstart_gated_role_arn
+            else self._gated_model_role(oidc_provider_arn, list(namespaces_for_gated)))
+
+    def _alb_controller_role(self, oidc_provider_arn: str) -> iam.Role:
+        role = ServiceAccountRole(self, "AlbControllerRole", oidc_provider_arn=oidc_provider_arn,
+                                  service_account=ALB_CONTROLLER_SERVICE_ACCOUNT,
+                                  description="AWS Load Balancer Controller installed by the HyperPod inference add-on")
+        policy = iam.Policy(self, "AlbControllerPolicy",
+                            document=iam.PolicyDocument.from_json(_load_alb_controller_policy()), roles=[role])
+        _acknowledge(policy, _ALB_POLICY_ACKS)
+        return role
+
+    def _keda_role(self, oidc_provider_arn: str) -> iam.Role:
+        role = ServiceAccountRole(self, "KedaRole", oidc_provider_arn=oidc_provider_arn,
+                                  service_account=KEDA_SERVICE_ACCOUNT,
+                                  description="KEDA operator installed by the HyperPod inference add-on")
+        role.add_to_policy(iam.PolicyStatement(actions=list(KEDA_CLOUDWATCH_ACTIONS), resources=["*"]))
+        stack = Stack.of(self)
+        workspaces = stack.format_arn(service="aps", resource="workspace", resource_name="*")
+        role.add_to_policy(iam.PolicyStatement(actions=list(KEDA_PROMETHEUS_ACTIONS), resources=[workspaces]))
+        _acknowledge(role.node.find_child("DefaultPolicy"), {
+            _nag_iam5("*"):
+                "cloudwatch:GetMetricData, GetMetricStatistics and ListMetrics support no resource-level permissions; "
+                "KEDA reads the metrics its ScaledObjects name.",
+            _nag_iam5(f"arn:<AWS::Partition>:aps:{_nag_value(stack.region, 'AWS::Region')}:"
+                      f"{_nag_value(stack.account, 'AWS::AccountId')}:workspace/*"):
+                "KEDA's Prometheus scaler queries whichever Amazon Managed Prometheus workspace an endpoint's "
+                "autoscaling names; scoped to this account and Region.",
+        })
+        return role
+
+    def _gated_model_role(self, oidc_provider_arn: str, namespaces: list[str]) -> iam.Role:
+        issuer = oidc_issuer_from_arn(oidc_provider_arn)
+        subjects = [f"system:serviceaccount:{ns}:{GATED_MODEL_SERVICE_ACCOUNT_PREFIX}*" for ns in namespaces]
+        # StringLike on sub only: the operator creates one service account per JumpStart endpoint whose name starts
+        # with hyperpod-inference-service-account, so the exact names are not known in advance. The namespace part
+        # stays literal (AWS's own template uses "*" there); aud stays StringEquals.
+        pods = iam.FederatedPrincipal(
+            oidc_provider_arn,
+            conditions={
+                "StringEquals": {f"{issuer}:aud": "sts.amazonaws.com"},
+                "StringLike": {f"{issuer}:sub": subjects[0] if len(subjects) == 1 else subjects},
+            },
+            assume_role_action="sts:AssumeRoleWithWebIdentity",
+        )
+        role = iam.Role(
+            self,
+            "JumpStartGatedModelRole",
+            assumed_by=iam.CompositePrincipal(iam.ServicePrincipal("sagemaker.amazonaws.com"), pods),
+            description="Downloads gated JumpStart models for HyperPod inference endpoints",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(GATED_MODEL_MANAGED_POLICY)],
+        )
+        _acknowledge(role, {
+            _nag_iam4(GATED_MODEL_MANAGED_POLICY):
+                "AWS publishes AmazonSageMakerHyperPodGatedModelAccess for the HyperPod inference gated-model "
+                "download role; AWS's add-on IAM template attaches it.",
+        })
+        return role
+
+
+# --- 4. the operator add-on -----------------------------------------------------------------------------------------
+
+class OperatorAddon(Construct):
+    """The ``amazon-sagemaker-hyperpod-inference`` EKS add-on.
+
+    ``configurationValues`` carries exactly: ``executionRoleArn``, ``tlsCertificateS3Bucket`` (a bucket name),
+    ``hyperpodClusterArn`` (omitted when None), ``enableCustomServiceAccounts``,
+    ``jumpstartGatedModelDownloadRoleArn``, ``alb`` (enabled, service account created with ``alb_role_arn``) and
+    ``keda`` (enabled, IRSA with ``keda_role_arn``). Role ARNs may be deploy-time tokens; they resolve inside a JSON
+    string (``Fn::Join``).
+
+    Create the dependency add-ons first, and a TLS bucket created in the same stack (its name reaches the add-on as a
+    literal, so there is no implicit dependency): ``addon.node.add_dependency(dependency_addons, tls_bucket)``.
+
+    :param version: operator version; picks the add-on version from ``OPERATOR_ADDON_VERSIONS``
+    :param addon_version: pin another add-on version (``vX.Y.Z-eksbuild.N``)
+    :param preserve_on_delete: keep the operator on the cluster when the stack (or this add-on) is deleted
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, cluster_name: str,
+                 version: Literal["v3.2", "v3.3"], execution_role_arn: str, tls_bucket_name: str,
+                 hyperpod_cluster_arn: str | None, enable_custom_service_accounts: bool,
+                 jumpstart_gated_model_download_role_arn: str, alb_role_arn: str, keda_role_arn: str,
+                 addon_version: str | None = None, preserve_on_delete: bool = False) -> None:
+        super().__init__(scope, construct_id)
+        errors: list[str] = []
+        if version not in OPERATOR_ADDON_VERSIONS:
+            errors.append(f"version: must be one of {', '.join(OPERATOR_ADDON_VERSIONS)} (got {version!r})")
+        if addon_version is not None and not _ADDON_VERSION.match(addon_version):
+            errors.append(f"addon_version: expected vX.Y.Z-eksbuild.N (got {addon_version!r})")
+        _check_cluster_name(cluster_name, errors)
+        _raise_if(errors, "OperatorAddon")
+        configuration = self.configuration(
+            execution_role_arn=execution_role_arn,
+            tls_bucket_name=tls_bucket_name,
+            hyperpod_cluster_arn=hyperpod_cluster_arn,
+            enable_custom_service_accounts=enable_custom_service_accounts,
+            jumpstart_gated_model_download_role_arn=jumpstart_gated_model_download_role_arn,
+            alb_role_arn=alb_role_arn,
+            keda_role_arn=keda_role_arn,
+        )
+        self.addon_version = addon_version or OPERATOR_ADDON_VERSIONS[version]
+        self.addon = eks.CfnAddon(
+            self,
+            "Resource",
+            addon_name=OPERATOR_ADDON_NAME,
+            cluster_name=cluster_name,
+            addon_version=self.addon_version,
+            resolve_conflicts="OVERWRITE",
+            preserve_on_delete=preserve_on_delete,
+            configuration_values=Stack.of(self).to_json_string(configuration),
+        )
+
+    @staticmethod
+    def configuration(*, execution_role_arn: str, tls_bucket_name: str, hyperpod_cluster_arn: str | None,
+                      enable_custom_service_accounts: bool, jumpstart_gated_model_download_role_arn: str,
+                      alb_role_arn: str, keda_role_arn: str) -> dict[str, Any]:
+        """The add-on's ``configurationValues`` as a dict (keys as in the AWS setup guide)."""
+        errors: list[str] = []
+        _check_role_arn("execution_role_arn", execution_role_arn, errors)
+        if not Token.is_unresolved(execution_role_arn) and _ROLE_ARN.match(execution_role_arn or ""):
+            name = execution_role_arn.rsplit("/", 1)[-1]
+            if not name.startswith(EXECUTION_ROLE_NAME_PREFIX):
+                errors.append(f"execution_role_arn: the add-on requires a role name starting with "
+                              f"{EXECUTION_ROLE_NAME_PREFIX!r} (got {name!r})")
+        _check_role_arn("jumpstart_gated_model_download_role_arn", jumpstart_gated_model_download_role_arn, errors)
+        _check_role_arn("alb_role_arn", alb_role_arn, errors)
+        _check_role_arn("keda_role_arn", keda_role_arn, errors)
+        if not tls_bucket_name:
+            errors.append("tls_bucket_name: required")
+        elif not Token.is_unresolved(tls_bucket_name) and not _BUCKET_NAME.match(tls_bucket_name):
+            errors.append(f"tls_bucket_name: a bucket name without s3:// (got {tls_bucket_name!r})")
+        if (hyperpod_cluster_arn is not None and not Token.is_unresolved(hyperpod_cluster_arn)
+                and not _CLUSTER_ARN.match(hyperpod_cluster_arn)):
+            errors.append(f"hyperpod_cluster_arn: not a SageMaker HyperPod cluster ARN: {hyperpod_cluster_arn!r}")
+        if not isinstance(enable_custom_service_accounts, bool):
+            errors.append("enable_custom_service_accounts: must be true or false")
+        _raise_if(errors, "OperatorAddon configuration")
+
+        values: dict[str, Any] = {
+            "executionRoleArn": execution_role_arn,
+            "tlsCertificateS3Bucket": tls_bucket_name,
+        }
+        if hyperpod_cluster_arn is not None:
+            values["hyperpodClusterArn"] = hyperpod_cluster_arn
+        values["enableCustomServiceAccounts"] = enable_custom_service_accounts
+        values["jumpstartGatedModelDownloadRoleArn"] = jumpstart_gated_model_download_role_arn
+        values["alb"] = {"enabled": True, "serviceAccount": {"create": True, "roleArn": alb_role_arn}}
+        values["keda"] = {"enabled": True, "auth": {"aws": {"irsa": {"enabled": True, "roleArn": keda_role_arn}}}}
+        return values
+
+
+def _check_cluster_name(cluster_name: str, errors: list[str]) -> None:
+    if not Token.is_unresolved(cluster_name) and not _EKS_CLUSTER_NAME.match(cluster_name or ""):
+        errors.append(f"cluster_name: not an EKS cluster name: {cluster_name!r}")
+
+
+# --- 5. dependency add-ons ------------------------------------------------------------------------------------------
+
+class DependencyAddons(Construct):
+    """The EKS add-ons the operator add-on needs: Mountpoint for S3 CSI (with its IRSA role), FSx for Lustre CSI,
+    metrics-server and cert-manager.
+
+    Versions default to the minimums of the setup guide (``DEPENDENCY_ADDON_VERSIONS``); ``addon_versions`` pins any of
+    them. The add-ons are kept on the cluster when the stack is deleted (``preserveOnDelete``): other workloads on a
+    shared cluster may use them, and removing cert-manager or a CSI driver under running pods breaks those pods.
+
+    The FSx CSI driver gets no role: static provisioning of existing file systems (the only FSx use here) needs no AWS
+    API calls from the driver.
+
+    Attributes: ``addons`` (list of CfnAddon, table order) and ``by_name`` (add-on name -> CfnAddon).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, cluster_name: str, s3_csi_role_arn: str,
+                 addon_versions: Mapping[str, str] | None = None) -> None:
+        super().__init__(scope, construct_id)
+        errors: list[str] = []
+        _check_cluster_name(cluster_name, errors)
+        _check_role_arn("s3_csi_role_arn", s3_csi_role_arn, errors)
+        for name, pinned in (addon_versions or {}).items():
+            if name not in DEPENDENCY_ADDON_VERSIONS:
+                errors.append(f"addon_versions.{name}: not one of {', '.join(DEPENDENCY_ADDON_VERSIONS)}")
+            elif not _ADDON_VERSION.match(pinned):
+                errors.append(f"addon_versions.{name}: expected vX.Y.Z-eksbuild.N (got {pinned!r})")
+        _raise_if(errors, "DependencyAddons")
+        versions = {**DEPENDENCY_ADDON_VERSIONS, **(addon_versions or {})}
+        self.by_name: dict[str, eks.CfnAddon] = {}
+        for name, version in versions.items():
+            self.by_name[name] = eks.CfnAddon(
+                self,
+                "".join(part.capitalize() for part in name.split("-")),
+                addon_name=name,
+                cluster_name=cluster_name,
+                addon_version=version,
+                resolve_conflicts="OVERWRITE",
+                preserve_on_delete=True,
+                service_account_role_arn=s3_csi_role_arn if name == "aws-mountpoint-s3-csi-driver" else None,
+            )
+        self.addons: list[eks.CfnAddon] = list(self.by_name.values())
