@@ -54,6 +54,18 @@ def has_tokens(obj: Any) -> bool:
     return TOKEN_MARK in json.dumps(obj, default=str)
 
 
+class _ReviewDumper(yaml.SafeDumper):
+    """Multi-line strings (the agent's code in its ConfigMap) as literal blocks, readable in review."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_ReviewDumper.add_representer(str, _str)
+
+
 def write_manifest_files(folder: str | Path, documents: dict[str, list[dict]]) -> list[Path]:
     """One multi-document YAML file per chart: ``<folder>/<name>.yaml``."""
     folder = Path(folder)
@@ -61,6 +73,7 @@ def write_manifest_files(folder: str | Path, documents: dict[str, list[dict]]) -
     written = []
     for name, objs in documents.items():
         path = folder / f"{name}.yaml"
-        path.write_text(yaml.safe_dump_all(objs, sort_keys=False, default_flow_style=False))
+        path.write_text(yaml.dump_all(objs, Dumper=_ReviewDumper, sort_keys=False, default_flow_style=False,
+                                      width=120))
         written.append(path)
     return written

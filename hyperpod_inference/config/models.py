@@ -91,10 +91,19 @@ class Operator(Strict):
     alb_controller_role_arn: RoleArn | None = None
     keda_role_arn: RoleArn | None = None
     s3_csi_driver_role_arn: RoleArn | None = None
+    execution_role_arn: RoleArn | None = None  # install: existing: the operator's role (feature policies attach to it)
 
     @model_validator(mode="after")
     def _install_rules(self) -> Operator:
         errors = []
+        if self.install == "existing" and not self.execution_role_arn:
+            errors.append(_err(("executionRoleArn",), "required with install: existing (the features grant it access)"))
+        if self.execution_role_arn and self.install != "existing":
+            errors.append(_err(("executionRoleArn",), "only used with install: existing; the stack creates the role "
+                               "for addon and chart", self.execution_role_arn))
+        if self.execution_role_arn and not self.execution_role_arn.split("/")[-1].startswith("SageMakerHyperPodInference"):
+            errors.append(_err(("executionRoleArn",), "the role name must start with SageMakerHyperPodInference "
+                               "(the managed policy only passes roles with that prefix)", self.execution_role_arn))
         if self.install == "chart" and not self.crd_source:
             errors.append(_err(("crdSource",), "required with install: chart (a folder holding the operator's CRD YAML files)"))
         if self.crd_source and self.install != "chart":
@@ -162,6 +171,8 @@ class HfToken(Strict):
     """Exactly one: an existing Kubernetes Secret in the endpoint's namespace, or a Secrets Manager secret synced in."""
 
     secrets_manager_arn: Annotated[str, StringConstraints(pattern=rules.SECRETS_MANAGER_ARN)] | None = None
+    kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None  # the secret's CMK, if any
+    json_property: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None  # key in a JSON secret
     kubernetes_secret: KubernetesSecretRef | None = None
 
     @model_validator(mode="after")
@@ -171,6 +182,8 @@ class HfToken(Strict):
         if len(given) != 1:
             raise PydanticCustomError("token", "give exactly one of secretsManagerArn, kubernetesSecret (got {n})",
                                       {"n": ", ".join(given) or "none"})
+        if self.kubernetes_secret is not None and (self.kms_key_arn or self.json_property):
+            raise PydanticCustomError("token", "kmsKeyArn and jsonProperty go with secretsManagerArn")
         return self
 
 
@@ -310,7 +323,7 @@ class Verify(Strict):
     payload: str | None = None
     content_type: ContentType = "application/json"
     fail_deployment: bool = False
-    timeout_minutes: Annotated[int, Field(ge=5, le=120)] = 60
+    timeout_minutes: Annotated[int, Field(ge=5, le=60)] = 60
 
 
 class Resources(Strict):

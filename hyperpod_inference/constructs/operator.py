@@ -343,7 +343,7 @@ class TlsBucket(Construct):
             return
         policy = principal.node.try_find_child("DefaultPolicy") or principal
         _acknowledge(policy, {
-            _nag_iam5(f"arn:<AWS::Partition>:s3:::{self.bucket_name}/*"):
+            _nag_iam5(f"arn:{_nag_value(Stack.of(self).partition, 'AWS::Partition')}:s3:::{self.bucket_name}/*"):
                 "The operator writes and reads TLS certificate objects under generated keys in this one bucket; "
                 "reads and writes are limited to objects tagged CreatedBy=HyperPodInference, as in the managed "
                 "policy for hyperpod-tls* buckets.",
@@ -472,7 +472,7 @@ class OperatorDependencyRoles(Construct):
             _nag_iam5("*"):
                 "cloudwatch:GetMetricData, GetMetricStatistics and ListMetrics support no resource-level permissions; "
                 "KEDA reads the metrics its ScaledObjects name.",
-            _nag_iam5(f"arn:<AWS::Partition>:aps:{_nag_value(stack.region, 'AWS::Region')}:"
+            _nag_iam5(f"arn:{_nag_value(stack.partition, 'AWS::Partition')}:aps:{_nag_value(stack.region, 'AWS::Region')}:"
                       f"{_nag_value(stack.account, 'AWS::AccountId')}:workspace/*"):
                 "KEDA's Prometheus scaler queries whichever Amazon Managed Prometheus workspace an endpoint's "
                 "autoscaling names; scoped to this account and Region.",

@@ -193,8 +193,8 @@ INVALID = [
      "endpoints[1].domainName", "already used by endpoints[0]"),
     ("duplicate-sagemaker-endpoint-name", with_changes((("endpoints",), [ep(), ep(name="second", domainName="b.example.com")])),
      "endpoints[1].sagemakerEndpointName", "duplicate SageMaker endpoint name"),
-    ("verify-timeout-too-long", with_changes((("endpoints", 0, "verify", "timeoutMinutes"), 600)),
-     "endpoints[0].verify.timeoutMinutes", "less than or equal to 120"),
+    ("verify-timeout-too-long", with_changes((("endpoints", 0, "verify", "timeoutMinutes"), 90)),
+     "endpoints[0].verify.timeoutMinutes", "less than or equal to 60"),
 ]
 
 

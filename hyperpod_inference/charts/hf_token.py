@@ -1,0 +1,60 @@
+"""The Hugging Face token: never in a template or manifest.
+
+``token.kubernetesSecret`` references a Secret that already exists in the endpoint's namespace.
+``token.secretsManagerArn`` syncs the secret into the endpoint's namespace only, with External Secrets Operator
+(``external-secrets.io/v1``): a namespace-scoped ``SecretStore`` whose service account assumes an IRSA role that can
+read exactly that one secret, and an ``ExternalSecret`` that writes the Kubernetes Secret. Manifests carry only the
+secret's ARN and names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config.models import Endpoint
+from .endpoint import MANAGED_BY, SecretRef
+
+ESO_API = "external-secrets.io/v1"
+TOKEN_KEY = "token"
+
+
+def token_names(endpoint: Endpoint) -> dict[str, str]:
+    base = f"{endpoint.name}-hf-token"
+    return {"secret": base, "store": base, "external_secret": base, "service_account": f"{base}-reader"}
+
+
+def token_secret_ref(endpoint: Endpoint) -> SecretRef | None:
+    """The Kubernetes Secret (in the endpoint's namespace) that holds the token, whichever way it gets there."""
+    hf = endpoint.model.huggingface
+    if hf is None or hf.token is None:
+        return None
+    if hf.token.kubernetes_secret is not None:
+        return SecretRef(hf.token.kubernetes_secret.name, hf.token.kubernetes_secret.key)
+    return SecretRef(token_names(endpoint)["secret"], TOKEN_KEY)
+
+
+def external_secret_objects(endpoint: Endpoint, *, region: str, role_arn: str) -> list[dict[str, Any]]:
+    """ServiceAccount (IRSA), SecretStore and ExternalSecret for a Secrets Manager token; [] otherwise."""
+    hf = endpoint.model.huggingface
+    if hf is None or hf.token is None or hf.token.secrets_manager_arn is None:
+        return []
+    names = token_names(endpoint)
+    ns = endpoint.namespace
+    remote: dict[str, Any] = {"key": hf.token.secrets_manager_arn}
+    if hf.token.json_property:
+        remote["property"] = hf.token.json_property
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": names["service_account"], "namespace": ns, "labels": dict(MANAGED_BY),
+                      "annotations": {"eks.amazonaws.com/role-arn": role_arn}}},
+        {"apiVersion": ESO_API, "kind": "SecretStore",
+         "metadata": {"name": names["store"], "namespace": ns, "labels": dict(MANAGED_BY)},
+         "spec": {"provider": {"aws": {"service": "SecretsManager", "region": region,
+                                       "auth": {"jwt": {"serviceAccountRef": {"name": names["service_account"]}}}}}}},
+        {"apiVersion": ESO_API, "kind": "ExternalSecret",
+         "metadata": {"name": names["external_secret"], "namespace": ns, "labels": dict(MANAGED_BY)},
+         "spec": {"refreshInterval": "1h",
+                  "secretStoreRef": {"name": names["store"], "kind": "SecretStore"},
+                  "target": {"name": names["secret"], "creationPolicy": "Owner", "deletionPolicy": "Delete"},
+                  "data": [{"secretKey": TOKEN_KEY, "remoteRef": remote}]}},
+    ]

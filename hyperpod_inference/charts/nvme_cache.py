@@ -1,0 +1,222 @@
+"""Node-local NVMe weight cache (``weightCache.mode: daemonset``): the agent ConfigMap, the warm-cache DaemonSet,
+and the pieces of the custom resource (hostPath volumes and the cold-cache fallback init container).
+
+The agent (``hyperpod_inference/nvme_agent``) reaches the pods as a ConfigMap built from the package at synth time
+and runs as ``python3 -m nvme_agent`` in the endpoint's runtime image (already on the node) unless
+``weightCache.agentImage`` names another one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import cdk8s
+import cdk8s_plus_28 as kplus
+from constructs import Construct
+
+from ..config.models import Endpoint
+from ..nvme_agent import agent_source_files, model_relative_dir
+from .endpoint import MANAGED_BY, SecretRef
+from .runtimes import PRESETS
+
+AGENT_MOUNT = "/opt/nvme-agent"  # PYTHONPATH; the ConfigMap is mounted at <AGENT_MOUNT>/nvme_agent
+CACHE_MOUNT = "/cache"  # the cache root inside agent containers
+MODELS_FILE = "models.json"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+USER_ASSIGNABLE_LABEL = "sagemaker.amazonaws.com/user-assignable"
+CACHE_ROOT_VOLUME = "nvme-cache-root"
+AGENT_CODE_VOLUME = "nvme-agent-code"
+AGENT_TMP_VOLUME = "nvme-agent-tmp"
+
+# The agent writes into a root-owned host directory (the instance-store mount), so it runs as UID 0; it gets no
+# capabilities, no privilege escalation and a read-only root filesystem: the hostPath is all it needs.
+_AGENT_SECURITY_CONTEXT = {
+    "runAsUser": 0,
+    "runAsNonRoot": False,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+_AGENT_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
+
+
+def model_spec(endpoint: Endpoint, region: str) -> dict[str, Any]:
+    """The agent's model spec for an endpoint's source (no secrets in it)."""
+    src = endpoint.model
+    if src.huggingface is not None:
+        return {"source": "huggingface", "modelId": src.huggingface.model_id,
+                "revision": src.huggingface.commit_sha or "main"}
+    if src.s3 is not None:
+        return {"source": "s3", "bucket": src.s3.bucket, "prefix": src.s3.prefix, "region": src.s3.region or region}
+    raise ValueError(f"endpoint {endpoint.namespace}/{endpoint.name}: the NVMe agent caches S3 and Hugging Face sources")
+
+
+def agent_image(endpoint: Endpoint, region: str) -> str:
+    if endpoint.weight_cache.agent_image:
+        return endpoint.weight_cache.agent_image
+    if endpoint.image:
+        return endpoint.image
+    return PRESETS[endpoint.effective_runtime or "vllm"].image(region)
+
+
+def _names(endpoint: Endpoint) -> dict[str, str]:
+    return {"configmap": f"{endpoint.name}-nvme-agent", "daemonset": f"{endpoint.name}-nvme-warm"}
+
+
+def _agent_env(token: SecretRef | None) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        {"name": "PYTHONPATH", "value": AGENT_MOUNT},
+        {"name": "HF_HOME", "value": "/tmp/hf"},
+        {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
+    ]
+    if token is not None:
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": token.name, "key": token.key}}})
+    return env
+
+
+@dataclass(frozen=True)
+class NvmeCachePlan:
+    """Everything the custom resource and the chart need for one endpoint's daemonset cache."""
+
+    endpoint: Endpoint
+    region: str
+    token: SecretRef | None
+    service_account_name: str | None
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return model_spec(self.endpoint, self.region)
+
+    @property
+    def host_root(self) -> str:
+        return self.endpoint.weight_cache.host_path.rstrip("/") or "/"
+
+    @property
+    def model_host_path(self) -> str:
+        return f"{self.host_root}/{model_relative_dir(self.spec)}"
+
+    @property
+    def configmap_name(self) -> str:
+        return _names(self.endpoint)["configmap"]
+
+    def min_free_args(self) -> list[str]:
+        return ["--min-free-percent", str(self.endpoint.weight_cache.min_free_percent)]
+
+    # ---- custom resource pieces ----------------------------------------------------------------------------
+    def volumes(self) -> tuple[dict[str, Any], ...]:
+        return (
+            {"name": self.endpoint.weight_cache.volume_name,
+             "hostPath": {"path": self.model_host_path, "type": "DirectoryOrCreate"}},
+            {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": self.host_root, "type": "DirectoryOrCreate"}},
+            {"name": AGENT_CODE_VOLUME, "configMap": {"name": self.configmap_name, "items": self._code_items()}},
+            {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
+        )
+
+    def init_containers(self) -> tuple[dict[str, Any], ...]:
+        """Cold-cache fallback: cache hit -> exits at once; miss -> downloads into the node cache, then exits."""
+        return ({
+            "name": "nvme-cache-fill",
+            "image": agent_image(self.endpoint, self.region),
+            "command": ["python3", "-m", "nvme_agent", "ensure", "--cache-root", CACHE_MOUNT,
+                        "--model", json.dumps(self.spec, sort_keys=True), *self.min_free_args()],
+            "env": _agent_env(self.token),
+            "resources": _AGENT_RESOURCES,
+            "securityContext": _AGENT_SECURITY_CONTEXT,
+            "volumeMounts": [
+                {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
+                {"name": AGENT_CODE_VOLUME, "mountPath": f"{AGENT_MOUNT}/nvme_agent", "readOnly": True},
+                {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
+            ],
+        },)
+
+    def _code_items(self) -> list[dict[str, str]]:
+        return [{"key": k, "path": k} for k in sorted(agent_source_files())]
+
+    def config_hash(self) -> str:
+        digest = hashlib.sha256(json.dumps({"spec": self.spec, "code": agent_source_files(),
+                                            "args": self.min_free_args()}, sort_keys=True).encode())
+        return digest.hexdigest()[:16]
+
+
+class NvmeCache(Construct):
+    """The agent ConfigMap and the warm-cache DaemonSet for one endpoint, in the endpoint's namespace (it reads that
+    namespace's token Secret and nothing else)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, plan: NvmeCachePlan) -> None:
+        super().__init__(scope, construct_id)
+        ep = plan.endpoint
+        ns = ep.namespace
+        labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": ep.name}
+        data = dict(agent_source_files())
+        data[MODELS_FILE] = json.dumps([plan.spec], indent=1, sort_keys=True)
+        self.config_map = kplus.ConfigMap(self, "AgentCode", metadata=cdk8s.ApiObjectMetadata(
+            name=plan.configmap_name, namespace=ns, labels=labels), data=data, immutable=False)
+
+        models_path = f"/etc/nvme-agent/{MODELS_FILE}"
+        command = ["python3", "-m", "nvme_agent"]
+        common = ["--cache-root", CACHE_MOUNT, "--models-file", models_path]
+        ds = kplus.DaemonSet(
+            self, "Warm",
+            metadata=cdk8s.ApiObjectMetadata(name=_names(ep)["daemonset"], namespace=ns, labels=labels),
+            pod_metadata=cdk8s.ApiObjectMetadata(labels=labels, annotations={
+                "hyperpod-inference/config-hash": plan.config_hash()}),
+            automount_service_account_token=plan.service_account_name is not None,
+            select=False,
+            # The pod spec is replaced below by the exact one (hostPath, probes, security context, affinity).
+            containers=[kplus.ContainerProps(name="warm", image=agent_image(ep, plan.region))],
+        )
+        ds.select(kplus.LabelSelector.of(labels={"app.kubernetes.io/name": "nvme-agent",
+                                                 "app.kubernetes.io/instance": ep.name}))
+        self.daemon_set = ds
+        obj = cdk8s.ApiObject.of(ds)
+        container = {
+            "name": "warm",
+            "image": agent_image(ep, plan.region),
+            "command": [*command, "warm", *common, "--interval", "300", *plan.min_free_args()],
+            "env": _agent_env(plan.token),
+            "resources": _AGENT_RESOURCES,
+            "securityContext": _AGENT_SECURITY_CONTEXT,
+            "readinessProbe": {"exec": {"command": [*command, "check", *common]},
+                               "periodSeconds": 30, "timeoutSeconds": 10, "failureThreshold": 1},
+            "volumeMounts": [
+                {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
+                {"name": AGENT_CODE_VOLUME, "mountPath": f"{AGENT_MOUNT}/nvme_agent", "readOnly": True},
+                {"name": "models", "mountPath": "/etc/nvme-agent", "readOnly": True},
+                {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
+            ],
+        }
+        pod_spec = {
+            "containers": [container],
+            "volumes": [
+                {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": plan.host_root, "type": "DirectoryOrCreate"}},
+                {"name": AGENT_CODE_VOLUME, "configMap": {"name": plan.configmap_name, "items": plan._code_items()}},
+                {"name": "models", "configMap": {"name": plan.configmap_name,
+                                                 "items": [{"key": MODELS_FILE, "path": MODELS_FILE}]}},
+                {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
+            ],
+            # Only the nodes that can serve this endpoint: the instance type HyperPod labels its nodes with.
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [ep.instance_type]}]}]}}},
+            # GPU nodes are commonly tainted; the agent uses no GPU but must run there.
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "automountServiceAccountToken": plan.service_account_name is not None,
+            "terminationGracePeriodSeconds": 30,
+        }
+        if plan.service_account_name:
+            pod_spec["serviceAccountName"] = plan.service_account_name
+        obj.add_json_patch(cdk8s.JsonPatch.replace("/spec/template/spec", pod_spec))
+        obj.add_json_patch(cdk8s.JsonPatch.remove("/spec/template/metadata/labels/cdk8s.io~1metadata.addr"))
+        obj.add_json_patch(cdk8s.JsonPatch.add("/spec/updateStrategy",
+                                               {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}}))
+
+
+def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> dict[str, Any]:
+    """The per-endpoint ServiceAccount the operator may assign to the pods (label required by the operator)."""
+    meta: dict[str, Any] = {"name": f"{endpoint.name}-model-reader", "namespace": endpoint.namespace,
+                            "labels": {**MANAGED_BY, USER_ASSIGNABLE_LABEL: "true"}}
+    if role_arn:
+        meta["annotations"] = {"eks.amazonaws.com/role-arn": role_arn}
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}

@@ -1,0 +1,37 @@
+"""Least-privilege IAM for the roles that read model weights and tokens: exactly one bucket prefix, one secret."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_iam as iam
+
+
+def grant_model_read(grantee: iam.IGrantable, *, bucket: str, prefix: str, kms_key_arn: str | None = None) -> iam.Grant:
+    """``s3:GetObject`` on ``<bucket>/<prefix>*`` and ``s3:ListBucket`` on the bucket limited to that prefix
+    (``s3:prefix``), plus ``kms:Decrypt`` through S3 when the bucket's key is given."""
+    partition = "aws"  # the operator's CRDs accept only the aws partition
+    objects = f"arn:{partition}:s3:::{bucket}/{prefix}*"
+    grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"], resource_arns=[objects])
+    list_conditions = {"StringLike": {"s3:prefix": [f"{prefix}*"]}} if prefix else None
+    grant = grant.combine(iam.Grant.add_to_principal(
+        grantee=grantee, actions=["s3:ListBucket"], resource_arns=[f"arn:{partition}:s3:::{bucket}"],
+        conditions=list_conditions))
+    if kms_key_arn:
+        region = kms_key_arn.split(":")[3]
+        grant = grant.combine(iam.Grant.add_to_principal(
+            grantee=grantee, actions=["kms:Decrypt"], resource_arns=[kms_key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}}))
+    return grant
+
+
+def grant_secret_read(grantee: iam.IGrantable, *, secret_arn: str, kms_key_arn: str | None = None) -> iam.Grant:
+    """``secretsmanager:GetSecretValue`` (+ DescribeSecret) on exactly one secret, and ``kms:Decrypt`` through
+    Secrets Manager when the secret uses a customer-managed key."""
+    grant = iam.Grant.add_to_principal(grantee=grantee, actions=["secretsmanager:GetSecretValue",
+                                                                 "secretsmanager:DescribeSecret"],
+                                       resource_arns=[secret_arn])
+    if kms_key_arn:
+        region = kms_key_arn.split(":")[3]
+        grant = grant.combine(iam.Grant.add_to_principal(
+            grantee=grantee, actions=["kms:Decrypt"], resource_arns=[kms_key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"}}))
+    return grant
