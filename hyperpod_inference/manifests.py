@@ -14,29 +14,9 @@ from typing import Any
 import yaml
 from aws_cdk import Stack, Token
 
+from .constructs.nag import render_resolved
+
 TOKEN_MARK = "${Token["
-
-
-def _render_intrinsic(value: Any) -> str:
-    """A resolved CloudFormation value as one readable string."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float, bool)):
-        return json.dumps(value)
-    if isinstance(value, dict) and len(value) == 1:
-        (fn, arg), = value.items()
-        if fn == "Ref":
-            return f"<{arg}>"
-        if fn == "Fn::GetAtt":
-            return f"<{arg[0]}.{arg[1]}>" if isinstance(arg, list) else f"<{arg}>"
-        if fn == "Fn::Join":
-            sep, parts = arg
-            return sep.join(_render_intrinsic(p) for p in parts)
-        if fn == "Fn::Select":
-            return f"<{_render_intrinsic(arg[1])}[{arg[0]}]>"
-        if fn == "Fn::ImportValue":
-            return f"<import {_render_intrinsic(arg)}>"
-    return f"<{json.dumps(value, sort_keys=True)}>"
 
 
 def with_placeholders(stack: Stack, obj: Any) -> Any:
@@ -46,7 +26,7 @@ def with_placeholders(stack: Stack, obj: Any) -> Any:
     if isinstance(obj, list):
         return [with_placeholders(stack, v) for v in obj]
     if isinstance(obj, str) and Token.is_unresolved(obj):
-        return _render_intrinsic(stack.resolve(obj))
+        return render_resolved(stack.resolve(obj))
     return obj
 
 

@@ -42,7 +42,7 @@ def require_crds() -> Path:
     return root
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _crd_schemas(root: str, version: str) -> dict[tuple[str, str], dict]:
     """(apiVersion, kind) -> strict openAPIV3Schema, for one operator version."""
     out: dict[tuple[str, str], dict] = {}
@@ -93,7 +93,7 @@ def crd_errors(obj: dict, version: str) -> list[str]:
     return sorted(errors)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _k8s_validator(kind: str, api_version: str, k8s_version: str):
     """A Draft 2020-12 validator over kubernetes-validate's strict schema for one kind (None: no such schema)."""
     import re

@@ -34,6 +34,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from .nag import render_resolved
+
 ALB_LOG_DELIVERY_SERVICE = "logdelivery.elasticloadbalancing.amazonaws.com"
 """Service principal of ELB access-log delivery (used in every region; older regions also need their ELB account)."""
 
@@ -294,7 +296,7 @@ class DataCaptureStorage(Construct):
         if not Construct.is_construct(principal):
             return
         resource = self._stack.resolve(self._capture_objects_arn())
-        rendered = _nag_rendering(resource)
+        rendered = render_resolved(resource)
         Validations.of(principal).acknowledge(Acknowledgment(
             id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{rendered}]",
             reason="Data capture writes one object per record under the capture prefix; object keys are generated "
@@ -454,19 +456,3 @@ def _validate_retention(retention_days: int) -> list[str]:
 
 def _import_key(scope: Construct, key_arn: str) -> kms.IKey:
     return kms.Key.from_key_arn(scope, "Key", key_arn)
-
-
-def _nag_rendering(value: Any) -> str:
-    """Render a resolved CloudFormation value the way cdk-nag prints it in finding IDs (``<Logical.Attr>``)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        if "Fn::Join" in value:
-            sep, parts = value["Fn::Join"]
-            return sep.join(_nag_rendering(p) for p in parts)
-        if "Fn::GetAtt" in value:
-            logical, attr = value["Fn::GetAtt"]
-            return f"<{logical}.{attr}>"
-        if "Ref" in value:
-            return f"<{value['Ref']}>"
-    return str(value)

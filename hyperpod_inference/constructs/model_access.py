@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from aws_cdk import aws_iam as iam
 
+from .nag import acknowledge_resource_wildcard
+
 
 def grant_model_read(grantee: iam.IGrantable, *, bucket: str, prefix: str, kms_key_arn: str | None = None) -> iam.Grant:
     """``s3:GetObject`` on ``<bucket>/<prefix>*`` and ``s3:ListBucket`` on the bucket limited to that prefix
@@ -11,6 +13,8 @@ def grant_model_read(grantee: iam.IGrantable, *, bucket: str, prefix: str, kms_k
     partition = "aws"  # the operator's CRDs accept only the aws partition
     objects = f"arn:{partition}:s3:::{bucket}/{prefix}*"
     grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"], resource_arns=[objects])
+    acknowledge_resource_wildcard(grantee, objects, "Model weights are many objects under one prefix; the grant is "
+                                  "read-only on exactly that prefix of one bucket")
     list_conditions = {"StringLike": {"s3:prefix": [f"{prefix}*"]}} if prefix else None
     grant = grant.combine(iam.Grant.add_to_principal(
         grantee=grantee, actions=["s3:ListBucket"], resource_arns=[f"arn:{partition}:s3:::{bucket}"],
