@@ -1,0 +1,170 @@
+"""kubectl delivery (the default app): ordering so the operator outlives what it finalizes, review placeholders,
+verification, the token never written anywhere, size limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import cdk8s
+import pytest
+from aws_cdk.assertions import Template
+
+from hyperpod_inference.stack import MAX_MANIFEST_BYTES, ManifestUnit, size_problems
+from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
+
+KUBE = "Custom::AWSCDK-EKS-KubernetesResource"
+CRD_ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "hyperpod-operator", "crds")
+
+
+@pytest.fixture(scope="module")
+def default(tmp_path_factory):
+    return synth_config(DEFAULT_CONFIG, tmp_path_factory.mktemp("default"))
+
+
+def depends(template: dict, logical: str) -> set[str]:
+    dep = template["Resources"][logical].get("DependsOn", [])
+    return set([dep] if isinstance(dep, str) else dep)
+
+
+def closure(template: dict, logical: str) -> set[str]:
+    seen, todo = set(), [logical]
+    while todo:
+        for d in depends(template, todo.pop()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def logical_of(synth, construct) -> str:
+    return synth.stack.get_logical_id(construct.node.default_child)
+
+
+def test_custom_resource_is_applied_after_operator_support_objects_and_namespace(default):
+    t = default.template
+    cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
+    support = logical_of(default, default.stack.manifest_resources["inference-qwen-chat-support"])
+    namespaces = logical_of(default, default.stack.manifest_resources["namespaces"])
+    addon = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Addon"
+             and v["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"][0]
+    deps_addons = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Addon" and k != addon]
+    before_cr = closure(t, cr)
+    # THEN creation order: dependency add-ons -> operator add-on -> support objects -> custom resource
+    assert {addon, support, namespaces} <= before_cr
+    assert set(deps_addons) <= closure(t, addon)
+    assert namespaces in closure(t, support)
+    # and CloudFormation deletes in reverse: the custom resource goes before the operator that finalizes it
+
+
+def test_verification_waits_for_the_custom_resource(default):
+    t = default.template
+    cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
+    verify = [k for k, v in t["Resources"].items() if v["Type"] == "Custom::SageMakerEndpointVerification"
+              and v["Properties"].get("EndpointName") == "qwen-chat"]
+    assert len(verify) == 1 and cr in closure(t, verify[0])
+    assert "InferenceQwenChatVerification" in t["Outputs"]
+
+
+def test_review_manifests_show_deploy_time_values_as_placeholders(default):
+    text = json.dumps(default.manifests)
+    assert "${Token[" not in text
+    spec = default.manifests["inference-qwen-chat"][0]["spec"]
+    assert re.fullmatch(r"<DomainCertificate[0-9A-F]{8}>", spec["tlsConfig"]["customCertificateConfig"]["acmArn"])
+    assert re.fullmatch(r"<DomainHostedZone[0-9A-F]{8}>", spec["dnsConfig"]["hostedZoneId"])
+
+
+def test_applied_manifests_resolve_the_same_values_through_cloudformation(default):
+    manifests = default.template["Resources"]
+    cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
+    body = json.dumps(manifests[cr]["Properties"]["Manifest"])
+    assert "DomainCertificate" in body and "Ref" in body
+
+
+def test_created_zone_outputs_its_name_servers_for_delegation(default):
+    out = default.template["Outputs"]["DomainNameServers"]
+    assert "NameServers" in json.dumps(out["Value"])
+    assert "delegat" in out["Description"].lower()
+
+
+def test_no_token_or_secret_value_is_written_anywhere(tmp_path, monkeypatch):
+    # GIVEN a token in the environment and a Secrets Manager token source
+    secret_value = "hf_" + "Zq8" * 12
+    monkeypatch.setenv("HF_TOKEN", secret_value)
+    monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", secret_value)
+    data = load_yaml(DEFAULT_CONFIG)
+    data["endpoints"][0]["model"]["huggingface"]["token"] = {
+        "secretsManagerArn": "arn:aws:secretsmanager:us-west-2:111122223333:secret:hf-token-AbCdEf"}
+    s = synth_config(data, tmp_path / "out")
+    # WHEN every file of the cloud assembly is scanned  THEN no token-shaped string and not the value itself
+    pattern = re.compile(rb"hf_[A-Za-z0-9]{30,}")
+    scanned = 0
+    for root, _dirs, files in os.walk(s.outdir):
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.islink(path) or os.path.getsize(path) > 50_000_000:
+                continue
+            blob = open(path, "rb").read()
+            scanned += 1
+            assert not pattern.search(blob), path
+            assert secret_value.encode() not in blob, path
+    assert scanned > 5
+    assert any(o["kind"] == "ExternalSecret" for o in s.objects())
+
+
+def test_two_namespaces_get_two_token_roles_each_reading_only_its_secret(tmp_path):
+    data = load_yaml(DEFAULT_CONFIG)
+    base = data["endpoints"][0]
+    data["namespaces"] = ["team-a", "team-b"]
+    data["endpoints"] = []
+    for ns, secret in (("team-a", "hf-a-AbCdEf"), ("team-b", "hf-b-GhIjKl")):
+        ep = json.loads(json.dumps(base))
+        ep.update(namespace=ns, name=f"chat-{ns}", sagemakerEndpointName=f"chat-{ns}", domainName=f"{ns}.example.com")
+        ep["model"]["huggingface"]["token"] = {
+            "secretsManagerArn": f"arn:aws:secretsmanager:us-west-2:111122223333:secret:{secret}"}
+        data["endpoints"].append(ep)
+    s = synth_config(data, tmp_path / "out", nag=False)
+    t = Template.from_stack(s.stack)
+    for ns, secret in (("team-a", "hf-a-AbCdEf"), ("team-b", "hf-b-GhIjKl")):
+        policies = [p for p in t.find_resources("AWS::IAM::Policy").values()
+                    if "secretsmanager:GetSecretValue" in json.dumps(p) and secret in json.dumps(p)]
+        assert len(policies) == 1
+        assert json.dumps(policies[0]).count("arn:aws:secretsmanager") == 1
+        trust = [r for r in t.find_resources("AWS::IAM::Role").values()
+                 if f"system:serviceaccount:{ns}:chat-{ns}-hf-token-reader" in json.dumps(r)]
+        assert len(trust) == 1
+
+
+def test_size_check_names_the_manifest_that_is_too_big(default):
+    # GIVEN a synthetic chart with one huge ConfigMap  WHEN the size limits are checked  THEN it is named
+    chart = cdk8s.Chart(default.stack.k8s_app, "oversized", disable_resource_name_hashes=True)
+    cdk8s.ApiObject(chart, "big", api_version="v1", kind="ConfigMap",
+                    metadata=cdk8s.ApiObjectMetadata(name="big", namespace="inference")).add_json_patch(
+        cdk8s.JsonPatch.add("/data", {"blob": "x" * (MAX_MANIFEST_BYTES + 1)}))
+    default.stack.units.append(ManifestUnit("oversized", chart))
+    try:
+        problems = size_problems(default.stack)
+    finally:
+        default.stack.units.pop()
+    assert len(problems) == 1 and problems[0].startswith("manifest 'oversized' is ")
+    assert size_problems(default.stack) == []
+
+
+def test_chart_mode_orders_operator_chart_before_custom_resources(tmp_path):
+    crds = os.path.abspath(os.path.join(CRD_ROOT, "v3.3"))
+    if not os.path.isdir(crds):
+        pytest.skip("operator CRDs not found; set HYPERPOD_CRD_DIR")
+    data = load_yaml(DEFAULT_CONFIG)
+    data["operator"] = {"install": "chart", "version": "v3.3", "crdSource": crds}
+    s = synth_config(data, tmp_path / "out")
+    t = s.template
+    operator = logical_of(s, s.stack.manifest_resources["operator"])
+    cr = logical_of(s, s.stack.manifest_resources["inference-qwen-chat"])
+    assert operator in closure(t, cr)
+    dependency_addons = {k for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Addon"}
+    assert dependency_addons and dependency_addons <= closure(t, operator)
+    helm = {k for k, v in t["Resources"].items() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"}
+    assert len(helm) == 2 and helm <= closure(t, operator)
+    kinds = {o["kind"] for o in s.manifests["operator"]}
+    assert {"CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole"} <= kinds

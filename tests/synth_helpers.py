@@ -1,0 +1,74 @@
+"""Synthesize a config in-process (the same code path as app.py) and read back template, manifests, annotations."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import yaml
+
+from hyperpod_inference.app import build
+from hyperpod_inference.stack import HyperPodInferenceStack
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = REPO / "hyperpod.yaml"
+FILES_CONFIG = REPO / "tests" / "fixtures" / "files.yaml"
+
+
+@dataclass
+class Synth:
+    stack: HyperPodInferenceStack
+    outdir: Path
+    template: dict[str, Any]
+    manifests: dict[str, list[dict[str, Any]]]  # review files, by chart name
+
+    def resources(self, rtype: str | None = None) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.template["Resources"].items() if rtype is None or v["Type"] == rtype}
+
+    def objects(self) -> list[dict[str, Any]]:
+        return [o for objs in self.manifests.values() for o in objs]
+
+    def custom_resources(self) -> list[dict[str, Any]]:
+        return [o for o in self.objects() if o["apiVersion"].startswith("inference.sagemaker.aws.amazon.com/")]
+
+    def warnings(self) -> list[str]:
+        out = []
+        for path, entries in self.metadata().items():
+            for e in entries:
+                if e.get("type") == "aws:cdk:warning":
+                    out.append(json.dumps(e.get("data")))
+        return out
+
+    def metadata(self) -> dict[str, list[dict]]:
+        artifact = json.loads((self.outdir / "manifest.json").read_text())["artifacts"][self.stack.artifact_id]
+        if "additionalMetadataFile" in artifact:
+            return json.loads((self.outdir / artifact["additionalMetadataFile"]).read_text())
+        return artifact.get("metadata", {})
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text())
+
+
+def write_config(tmp: Path, data: dict[str, Any], name: str = "config.yaml") -> Path:
+    path = tmp / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def synth_config(config: Path | dict[str, Any], outdir: Path, *, nag: bool = True) -> Synth:
+    """Build and synthesize like app.py does (with the cdk-nag plugin: a finding makes app.synth() raise)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    if isinstance(config, dict):
+        config = write_config(outdir, copy.deepcopy(config), "input-config.yaml")
+    app = cdk.App(outdir=str(outdir))
+    stack = build(app, str(config), nag=nag)
+    assembly = app.synth()
+    stack.write_manifests(assembly.directory)
+    template = json.loads((outdir / f"{stack.artifact_id}.template.json").read_text())
+    manifests = {p.stem: list(yaml.safe_load_all(p.read_text())) for p in sorted((outdir / "manifests").glob("*.yaml"))}
+    return Synth(stack, outdir, template, manifests)
