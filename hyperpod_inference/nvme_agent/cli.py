@@ -1,0 +1,150 @@
+"""Command line: ``python -m nvme_agent {ensure,warm,check,verify,lease} ...``.
+
+Exit codes: 0 ok; 1 error (or: check says not ready); 2 usage; 3 a required Python module is missing;
+4 not enough disk space even after eviction; 5 checksum verification failed (verify: corrupt, marker removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+
+from . import cache
+from .spec import SpecError, normalize_spec, required_modules
+
+log = logging.getLogger("nvme_agent")
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISSING_MODULE, EXIT_NO_SPACE, EXIT_CORRUPT = 0, 1, 2, 3, 4, 5
+
+
+class MissingModule(cache.AgentError):
+    exit_code = EXIT_MISSING_MODULE
+
+
+def check_modules(specs: list[dict]) -> None:
+    """Import every module the specs' sources need; fail with exit code 3 naming the missing ones."""
+    needed = sorted({m for s in specs for m in required_modules(s)})
+    missing = []
+    for name in needed:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - a module that fails to import is as good as missing
+            missing.append(f"{name} ({type(exc).__name__}: {exc})")
+    if missing:
+        raise MissingModule("missing Python module(s) required by the model source: " + ", ".join(missing))
+
+
+def _parse_model(text: str) -> dict:
+    if text.startswith("@"):
+        with open(text[1:]) as fh:
+            text = fh.read()
+    return normalize_spec(text)
+
+
+def _options(args) -> cache.Options:
+    return cache.Options(min_free_bytes=args.min_free_bytes, min_free_percent=args.min_free_percent,
+                         lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size,
+                         max_io_queue=args.max_io_queue)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--cache-root", required=True, help="cache root on the node-local NVMe (hostPath)")
+    common.add_argument("--min-free-bytes", type=int, default=0, help="keep at least this many bytes free")
+    common.add_argument("--min-free-percent", type=float, default=0.0, help="keep at least this %% of the disk free")
+    common.add_argument("--lease-ttl", type=float, default=cache.DEFAULT_LEASE_TTL,
+                        help="seconds a lease stays active after its last touch (default 600)")
+    common.add_argument("--concurrency", type=int, default=None,
+                        help="parallel requests (S3 ranged GETs, default 16; Hub files, default 8)")
+    common.add_argument("--chunk-size", type=int, default=None, help="S3 ranged GET size in bytes (default 64 MiB)")
+    common.add_argument("--max-io-queue", type=int, default=None, help="S3 transfer manager IO queue length")
+    common.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
+
+    parser = argparse.ArgumentParser(prog="nvme_agent", description="Materialize model weights on node-local NVMe.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("ensure", parents=[common], help="make one model complete (download on a miss); print its dir")
+    p.add_argument("--model", required=True, help="model spec JSON (or @file)")
+    p.add_argument("--lease-holder", default=None, help="also take a lease on the model under this name")
+    p = sub.add_parser("warm", parents=[common], help="keep every model of a models file complete")
+    p.add_argument("--models-file", required=True)
+    p.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
+    p.add_argument("--once", action="store_true", help="one cycle; exit 0 iff all complete")
+    p = sub.add_parser("check", parents=[common], help="exit 0 iff every model of a models file is complete")
+    p.add_argument("--models-file", required=True)
+    p = sub.add_parser("verify", parents=[common], help="re-hash a complete model; unmark it when corrupt")
+    p.add_argument("--model", required=True)
+    p = sub.add_parser("lease", parents=[common], help="hold a lease on a model (refreshed every interval)")
+    p.add_argument("--model", required=True)
+    p.add_argument("--holder", required=True)
+    p.add_argument("--interval", type=float, default=60.0)
+    p.add_argument("--once", action="store_true", help="touch once and exit")
+    p.add_argument("--release", action="store_true", help="remove the lease and exit")
+    return parser
+
+
+def _run(args) -> int:
+    root = args.cache_root
+    os.makedirs(root, exist_ok=True)
+    opts = _options(args)
+    if args.cmd == "ensure":
+        spec = _parse_model(args.model)
+        check_modules([spec])
+        print(cache.ensure(root, spec, opts, lease_holder=args.lease_holder), flush=True)
+        return EXIT_OK
+    if args.cmd == "check":
+        specs, _ = cache.load_models_file(args.models_file)
+        return EXIT_OK if cache.all_complete(root, specs) else EXIT_ERROR
+    if args.cmd == "verify":
+        state, bad = cache.verify(root, _parse_model(args.model))
+        print(json.dumps({"state": state, "corrupt": bad}), flush=True)
+        return {"ok": EXIT_OK, "absent": EXIT_ERROR}.get(state, EXIT_CORRUPT)
+    if args.cmd == "lease":
+        final = cache.model_dir(root, _parse_model(args.model))
+        if args.release:
+            cache.release_lease(final, args.holder)
+            return EXIT_OK
+        while True:
+            if cache.is_complete(final):
+                cache.touch_lease(final, args.holder)
+            if args.once:
+                return EXIT_OK
+            time.sleep(args.interval)
+    if args.cmd == "warm":
+        first = True
+        while True:
+            specs, digest = cache.load_models_file(args.models_file)
+            if first:
+                check_modules(specs)
+                first = False
+            ready = cache.warm_cycle(root, specs, digest, opts)
+            log.info("warm cycle: %d model(s), ready=%s", len(specs), ready)
+            if args.once:
+                return EXIT_OK if ready else EXIT_ERROR
+            time.sleep(args.interval)
+    raise AssertionError(args.cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), stream=sys.stderr,
+                        format="nvme-agent %(levelname)s %(message)s")
+    for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        return _run(args)
+    except SpecError as exc:
+        log.error("bad model spec: %s", exc)
+        return EXIT_USAGE
+    except cache.AgentError as exc:
+        log.error("%s", exc)
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback; never includes the token
+        log.error("%s: %s", type(exc).__name__, exc)
+        return EXIT_ERROR

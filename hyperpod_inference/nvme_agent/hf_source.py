@@ -1,0 +1,76 @@
+"""Hugging Face Hub source, through the huggingface_hub client only.
+
+Metadata: ``HfApi.model_info(files_metadata=True)`` at the requested revision gives the resolved commit sha and, per
+file, its size and either the LFS sha256 or the git blob id (sha1 of ``blob <size>\\0<content>``).
+Download: ``hf_hub_download(..., revision=<commit sha>, local_dir=...)`` per file, several files in parallel.
+The token comes from ``HF_TOKEN`` only; the endpoint from ``HF_ENDPOINT``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import posixpath
+import shutil
+
+# huggingface_hub reads these at import time: set them before the first import.
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+HF_METADATA_DIR = ".cache"  # huggingface_hub's bookkeeping inside local_dir; removed before a model is published
+
+
+def _token():
+    return os.environ.get("HF_TOKEN") or False
+
+
+def _endpoint():
+    return os.environ.get("HF_ENDPOINT") or None
+
+
+def plan(spec: dict, concurrency: int) -> tuple[str, list[dict]]:
+    from huggingface_hub import HfApi
+
+    api = HfApi(endpoint=_endpoint(), token=_token())
+    info = api.model_info(spec["modelId"], revision=spec["revision"], files_metadata=True)
+    if not info.sha:
+        raise RuntimeError(f"the Hub did not return a commit sha for {spec['modelId']}@{spec['revision']}")
+    entries = []
+    for sib in info.siblings or []:
+        rel = posixpath.normpath(sib.rfilename)
+        if rel.startswith("../") or rel.startswith("/") or rel.split("/")[0] == HF_METADATA_DIR:
+            raise ValueError(f"refusing repository path {sib.rfilename!r}")
+        if sib.lfs is not None:
+            entries.append({"path": sib.rfilename, "size": int(sib.lfs.size),
+                            "checksum": {"algo": "sha256", "value": sib.lfs.sha256}})
+        elif sib.blob_id and sib.size is not None:
+            entries.append({"path": sib.rfilename, "size": int(sib.size),
+                            "checksum": {"algo": "git-sha1", "value": sib.blob_id}})
+        else:
+            raise RuntimeError(f"the Hub gave no size/hash for {sib.rfilename!r}")
+    if not entries:
+        raise FileNotFoundError(f"no files in {spec['modelId']}@{info.sha}")
+    return info.sha, sorted(entries, key=lambda e: e["path"])
+
+
+def clean_bookkeeping(dest_dir: str) -> None:
+    shutil.rmtree(os.path.join(dest_dir, HF_METADATA_DIR), ignore_errors=True)
+
+
+def download(spec: dict, commit: str, entries: list[dict], dest_dir: str, concurrency: int, on_done) -> None:
+    from huggingface_hub import hf_hub_download
+
+    # stale per-process .incomplete files of a killed run: the files they belong to are fetched again
+    clean_bookkeeping(dest_dir)
+    cache_dir = os.path.join(dest_dir, HF_METADATA_DIR, "hub")
+
+    def fetch(entry):
+        hf_hub_download(spec["modelId"], entry["path"], revision=commit, local_dir=dest_dir, cache_dir=cache_dir,
+                        token=_token(), endpoint=_endpoint())
+        on_done(entry)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = [pool.submit(fetch, e) for e in entries]
+        errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        raise RuntimeError(f"{len(errors)} file(s) failed, first: {errors[0]}") from errors[0]

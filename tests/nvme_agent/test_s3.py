@@ -1,0 +1,214 @@
+"""The agent against a real S3 API (moto server on loopback)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import urllib.parse
+
+import pytest
+from boto3.s3.transfer import TransferConfig
+
+from hyperpod_inference.nvme_agent import cache, model_relative_dir, s3_source
+
+from .conftest import free_port, run_agent
+
+MiB = 1024 * 1024
+
+
+def put_model(s3, bucket, prefix="qwen/", files=None):
+    files = files or {
+        "config.json": b'{"model_type": "qwen2"}',
+        "tokenizer.json": os.urandom(3000),
+        "model-00001.safetensors": os.urandom(200_000),
+    }
+    for name, data in files.items():
+        s3.put_object(Bucket=bucket, Key=prefix + name, Body=data)
+    return files
+
+
+def spec_of(bucket, prefix="qwen/"):
+    return {"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"}
+
+
+@pytest.fixture
+def s3_gets(monkeypatch):
+    """Counts GetObject requests per key made by the agent in this process."""
+    counts = collections.Counter()
+    original = s3_source._client
+
+    def counting_client(spec, settings):
+        client = original(spec, settings)
+
+        def count(request, **_):
+            path = urllib.parse.unquote(urllib.parse.urlsplit(request.url).path)
+            counts[path.rsplit("/", 1)[-1]] += 1
+
+        client.meta.events.register("before-send.s3.GetObject", count)
+        return client
+
+    monkeypatch.setattr(s3_source, "_client", counting_client)
+    return counts
+
+
+def test_cold_download_replaces_empty_dir_and_records_checksums(s3, bucket, tmp_path):
+    # GIVEN a model in S3: a single-part object, one with an additional SHA256 checksum, and a multipart object
+    files = put_model(s3, bucket)
+    s3.put_object(Bucket=bucket, Key="qwen/generation_config.json", Body=b"{}", ChecksumAlgorithm="SHA256")
+    big = os.urandom(11 * MiB)
+    (tmp_path / "big").write_bytes(big)
+    s3.upload_file(str(tmp_path / "big"), bucket, "qwen/model-00002.safetensors",
+                   Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
+    files.update({"generation_config.json": b"{}", "model-00002.safetensors": big})
+    root = tmp_path / "nvme"
+    spec = spec_of(bucket)
+    # AND kubelet already created the (empty) model directory as a DirectoryOrCreate hostPath
+    final = root / model_relative_dir(spec)
+    final.mkdir(parents=True)
+
+    # WHEN the agent ensures the model
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec), env=os.environ.copy())
+
+    # THEN it prints the model dir, every file is there byte for byte, and the model is marked complete
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(final)
+    for name, data in files.items():
+        assert (final / name).read_bytes() == data
+    assert (final / ".complete").is_file()
+    assert not (final.parent / (final.name + ".partial")).exists()
+    # AND the manifest records the strongest checksum S3 offers for each object
+    manifest = json.loads((final / "manifest.json").read_text())
+    algos = {f["path"]: f["checksum"]["algo"] for f in manifest["files"]}
+    assert algos["config.json"] == "md5"
+    assert algos["generation_config.json"] == "sha256"
+    assert algos["model-00002.safetensors"] == "s3-multipart-md5"
+    assert manifest["source"]["bucket"] == bucket
+    assert manifest["totalBytes"] == sum(len(d) for d in files.values())
+
+
+def test_warm_hit_needs_no_network_and_updates_last_used(s3, bucket, tmp_path, aws_env):
+    # GIVEN a model already complete in the cache
+    put_model(s3, bucket)
+    root = tmp_path / "nvme"
+    spec = spec_of(bucket)
+    final = cache.ensure(str(root), spec)
+    before = cache.last_used(final)
+
+    # WHEN ensure runs again with S3 unreachable (endpoint pointing at a closed port)
+    env = dict(aws_env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}")
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec), env=env, timeout=30)
+
+    # THEN it succeeds from the cache and records the use for LRU
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == final
+    assert cache.last_used(final) >= before
+
+
+def test_leftover_partial_is_resumed_and_bad_files_refetched(s3, bucket, tmp_path, s3_gets):
+    # GIVEN a .partial of a killed run: one good file, one truncated, one corrupted (same size), a stray temp file
+    files = put_model(s3, bucket)
+    root = tmp_path / "nvme"
+    spec = spec_of(bucket)
+    partial = root / (model_relative_dir(spec) + ".partial")
+    partial.mkdir(parents=True)
+    (partial / "config.json").write_bytes(files["config.json"])
+    (partial / "tokenizer.json").write_bytes(files["tokenizer.json"][:100])
+    bad = bytearray(files["model-00001.safetensors"])
+    bad[1000] ^= 0xFF
+    (partial / "model-00001.safetensors").write_bytes(bytes(bad))
+    (partial / "model-00001.safetensors.a1B2c3").write_bytes(b"half a download")
+    # AND a reader sees no model while only the partial exists
+    assert not cache.is_complete(str(root / model_relative_dir(spec)))
+
+    # WHEN the agent ensures the model
+    final = cache.ensure(str(root), spec)
+
+    # THEN only the truncated and the corrupted files were fetched again
+    assert s3_gets["config.json"] == 0
+    assert s3_gets["tokenizer.json"] == 1
+    assert s3_gets["model-00001.safetensors"] == 1
+    # AND the published model is correct and holds no stray files
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+    assert sorted(os.listdir(final)) == sorted([*files, "manifest.json", ".complete", ".last-used"])
+
+
+def test_verify_detects_corruption_and_next_ensure_refetches_only_that_file(s3, bucket, tmp_path, s3_gets):
+    # GIVEN a complete model whose weights file got corrupted on disk
+    files = put_model(s3, bucket)
+    root = tmp_path / "nvme"
+    spec = spec_of(bucket)
+    final = cache.ensure(str(root), spec)
+    s3_gets.clear()
+    path = os.path.join(final, "model-00001.safetensors")
+    with open(path, "r+b") as fh:
+        fh.seek(10)
+        fh.write(b"\x00\x01\x02")
+    # AND the fast path trusts the marker (no re-hashing on a hit)
+    assert cache.is_complete(final)
+
+    # WHEN verify runs
+    result = run_agent("verify", "--cache-root", root, "--model", json.dumps(spec), env=os.environ.copy())
+
+    # THEN it reports the corrupt file and unmarks the model
+    assert result.returncode == 5, result.stderr
+    assert json.loads(result.stdout) == {"state": "corrupt", "corrupt": ["model-00001.safetensors"]}
+    assert not cache.is_complete(final)
+    # AND the next ensure fetches only the corrupt file and the model is whole again
+    cache.ensure(str(root), spec)
+    assert dict(s3_gets) == {"model-00001.safetensors": 1}
+    assert open(path, "rb").read() == files["model-00001.safetensors"]
+    assert cache.verify(str(root), spec) == ("ok", [])
+
+
+def test_disk_too_small_fails_with_exit_4_and_marks_nothing(s3, bucket, tmp_path):
+    # GIVEN a 203 kB model and a (simulated) disk of 150 kB
+    put_model(s3, bucket)
+    root = tmp_path / "nvme"
+    spec = spec_of(bucket)
+
+    # WHEN the agent ensures the model
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec),
+                       env=dict(os.environ, NVME_AGENT_FAKE_DISK_BYTES="150000"))
+
+    # THEN it fails with exit code 4 and a message naming needed and available bytes
+    assert result.returncode == 4, result.stderr
+    assert "need 203023 bytes" in result.stderr
+    assert "available 150000 bytes" in result.stderr
+    # AND nothing is marked complete
+    assert not list(root.rglob(".complete"))
+
+
+def test_watermark_percent_counts_against_free_space(s3, bucket, tmp_path):
+    # GIVEN a disk where the model fits, but not with 50% kept free
+    put_model(s3, bucket)
+    root = tmp_path / "nvme"
+    root.mkdir()
+    cache.disk_usage_hook = lambda _root: (300_000, 400_000)
+
+    # WHEN ensuring with --min-free-percent 50 semantics
+    # THEN the agent refuses (203 kB needed, 200 kB must stay free of 300 kB available)
+    with pytest.raises(cache.InsufficientSpace, match="watermark of 200000 bytes"):
+        cache.ensure(str(root), spec_of(bucket), cache.Options(min_free_percent=50))
+    assert not list(root.rglob(".complete"))
+
+
+def test_python_m_nvme_agent_runs_from_a_copy_of_agent_source_files(s3, bucket, tmp_path):
+    # GIVEN the agent's files written out as the ConfigMap mount would, outside the repository
+    from hyperpod_inference.nvme_agent import agent_source_files
+
+    mount = tmp_path / "mount"
+    (mount / "nvme_agent").mkdir(parents=True)
+    for name, content in agent_source_files().items():
+        (mount / "nvme_agent" / name).write_text(content)
+    files = put_model(s3, bucket)
+    spec = spec_of(bucket)
+
+    # WHEN `python -m nvme_agent ensure` runs from that copy, in a directory outside the repo
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec),
+                       env=os.environ.copy(), pythonpath=str(mount), cwd=str(tmp_path))
+
+    # THEN it downloads the model
+    assert result.returncode == 0, result.stderr
+    assert open(os.path.join(result.stdout.strip(), "config.json"), "rb").read() == files["config.json"]
