@@ -430,7 +430,7 @@ class HyperPodConfig(Strict):
         # identifiers that must belong to env
         m = rules.CLUSTER_ARN_RE.match(self.cluster.hyperpod_cluster_arn)
         if m and (m.group(1), m.group(2)) != (region, account):
-            e.append(_err(("cluster", "hyperpodClusterArn"), "must be in env.account / env.region ({a} / {r})".format(a=account, r=region)))
+            e.append(_err(("cluster", "hyperpodClusterArn"), f"must be in env.account / env.region ({account} / {region})"))
         m = rules.OIDC_RE.match(self.cluster.oidc_provider_arn)
         if m and (m.group(1), m.group(2)) != (account, region):
             e.append(_err(("cluster", "oidcProviderArn"), f"must be the provider of a cluster in {account} / {region}"))
