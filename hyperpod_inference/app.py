@@ -17,7 +17,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from .config import ConfigError, load_config
-from .stack import HyperPodInferenceStack
+from .stack import HyperPodInferenceStack, template_size_problems
 
 
 def validation_failed(assembly_dir: str) -> bool:
@@ -52,6 +52,10 @@ def main() -> int:
         return 1
     if validation_failed(assembly.directory):
         print("security checks failed (see validation-report.json): manifests not written", file=sys.stderr)
+        return 1
+    too_big = template_size_problems(assembly.directory)
+    if too_big:
+        print("size limits exceeded: manifests not written\n" + "\n".join(too_big), file=sys.stderr)
         return 1
     stack.write_manifests(assembly.directory)
     return 0

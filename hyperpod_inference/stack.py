@@ -444,3 +444,17 @@ def size_problems(stack: HyperPodInferenceStack) -> list[str]:
         problems.append(f"stack has {len(resources)} resources; CloudFormation allows {MAX_RESOURCES} "
                         "(split the endpoints across stacks)")
     return problems
+
+
+def template_size_problems(assembly_dir: str) -> list[str]:
+    """After synth: every template of the assembly must stay under CloudFormation's 1 MB limit (when deployed from
+    S3, as the CLI does for large templates)."""
+    import pathlib
+
+    problems = []
+    for path in sorted(pathlib.Path(assembly_dir).glob("*.template.json")):
+        size = path.stat().st_size
+        if size > MAX_TEMPLATE_BYTES:
+            problems.append(f"template {path.name} is {size} bytes; CloudFormation allows {MAX_TEMPLATE_BYTES} "
+                            "(split the endpoints across stacks)")
+    return problems

@@ -20,10 +20,7 @@ def grant_model_read(grantee: iam.IGrantable, *, bucket: str, prefix: str, kms_k
         grantee=grantee, actions=["s3:ListBucket"], resource_arns=[f"arn:{partition}:s3:::{bucket}"],
         conditions=list_conditions))
     if kms_key_arn:
-        region = kms_key_arn.split(":")[3]
-        grant = grant.combine(iam.Grant.add_to_principal(
-            grantee=grantee, actions=["kms:Decrypt"], resource_arns=[kms_key_arn],
-            conditions={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}}))
+        grant = grant.combine(_grant_decrypt_via(grantee, kms_key_arn, "s3"))
     return grant
 
 
@@ -34,8 +31,13 @@ def grant_secret_read(grantee: iam.IGrantable, *, secret_arn: str, kms_key_arn: 
                                                                  "secretsmanager:DescribeSecret"],
                                        resource_arns=[secret_arn])
     if kms_key_arn:
-        region = kms_key_arn.split(":")[3]
-        grant = grant.combine(iam.Grant.add_to_principal(
-            grantee=grantee, actions=["kms:Decrypt"], resource_arns=[kms_key_arn],
-            conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"}}))
+        grant = grant.combine(_grant_decrypt_via(grantee, kms_key_arn, "secretsmanager"))
     return grant
+
+
+def _grant_decrypt_via(grantee: iam.IGrantable, kms_key_arn: str, service: str) -> iam.Grant:
+    """``kms:Decrypt`` on one key, only when the call comes through ``service`` in the key's region."""
+    region = kms_key_arn.split(":")[3]
+    return iam.Grant.add_to_principal(
+        grantee=grantee, actions=["kms:Decrypt"], resource_arns=[kms_key_arn],
+        conditions={"StringEquals": {"kms:ViaService": f"{service}.{region}.amazonaws.com"}})

@@ -30,6 +30,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
+from ..charts.operator import ADDON_SERVICE_ACCOUNT, CHART_SERVICE_ACCOUNT, OPERATOR_NAMESPACE
 from .irsa import ServiceAccountRef, ServiceAccountRole, irsa_principal, oidc_issuer_from_arn
 
 __all__ = [
@@ -55,11 +56,7 @@ __all__ = [
 
 # --- facts about the operator (FACTS.md §6, §7) -------------------------------------------------------------------
 
-OPERATOR_NAMESPACE = "hyperpod-inference-system"
-#: The operator's service account when installed as the EKS add-on.
-ADDON_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
-#: The operator's service account when installed from the Helm chart (``<namePrefix>-controller-manager``).
-CHART_SERVICE_ACCOUNT = "hyperpod-inference-operator-controller-manager"
+# OPERATOR_NAMESPACE, ADDON_SERVICE_ACCOUNT (add-on) and CHART_SERVICE_ACCOUNT (Helm chart) live with the chart.
 
 #: The add-on refuses other role names, and the managed policy's iam:PassRole only covers this prefix.
 EXECUTION_ROLE_NAME_PREFIX = "SageMakerHyperPodInference"

@@ -168,3 +168,12 @@ def test_chart_mode_orders_operator_chart_before_custom_resources(tmp_path):
     assert len(helm) == 2 and helm <= closure(t, operator)
     kinds = {o["kind"] for o in s.manifests["operator"]}
     assert {"CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole"} <= kinds
+
+
+def test_template_size_check_names_the_template_over_one_megabyte(tmp_path):
+    from hyperpod_inference.stack import MAX_TEMPLATE_BYTES, template_size_problems
+
+    (tmp_path / "Small.template.json").write_text("{}")
+    (tmp_path / "Big.template.json").write_text(" " * (MAX_TEMPLATE_BYTES + 1))
+    problems = template_size_problems(str(tmp_path))
+    assert len(problems) == 1 and problems[0].startswith("template Big.template.json is ")

@@ -1,0 +1,116 @@
+"""tools/diagram.py: the .dot built from a synthesized cdk.out holds the IRSA and custom-resource edges (no rendering,
+so no graphviz needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+
+from hyperpod_inference.app import build
+
+ROOT = Path(__file__).resolve().parents[1]
+EDGE = re.compile(r'^\s*"([^"]+)" -> "([^"]+)" \[(.*)\];$', re.M)
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("hyperpod_diagram", ROOT / "tools" / "diagram.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+diagram = _load_tool()
+
+
+def _synth(outdir: Path, config: str) -> Path:
+    app = cdk.App(outdir=str(outdir))
+    stack = build(app, config, nag=False)
+    app.synth()
+    stack.write_manifests(str(outdir))
+    return outdir
+
+
+@pytest.fixture(scope="module")
+def default_out(tmp_path_factory) -> Path:
+    return _synth(tmp_path_factory.mktemp("cdk-default"), str(ROOT / "hyperpod.yaml"))
+
+
+@pytest.fixture(scope="module")
+def files_out(tmp_path_factory) -> Path:
+    return _synth(tmp_path_factory.mktemp("cdk-files"), str(ROOT / "tests" / "fixtures" / "files.yaml"))
+
+
+def _dot_edges(dot_text: str) -> dict[tuple[str, str], str]:
+    """Visible edges of the .dot: (source id, destination id) -> attributes."""
+    return {(m[0], m[1]): m[2] for m in EDGE.findall(dot_text) if "style=invis" not in m[2]}
+
+
+def _ids(graph, name: str, caption_prefix: str = "") -> str:
+    found = [n.id for n in graph.nodes.values() if n.name == name and n.caption.startswith(caption_prefix)]
+    assert len(found) == 1, (name, caption_prefix, found)
+    return found[0]
+
+
+def test_default_stack_irsa_and_custom_resource_edges(default_out):
+    graph = diagram.load_graph(default_out)
+    dot = diagram.to_dot(graph)
+    edges = _dot_edges(dot)
+
+    execution_role = _ids(graph, "ExecutionRole", "IAM role")
+    controller_sa = "k8s:hyperpod-inference-system/ServiceAccount/hyperpod-inference-controller-manager"
+    assert (execution_role, controller_sa) in edges  # trust sub -> system:serviceaccount:<ns>:<name>
+    assert "IRSA" in edges[(execution_role, controller_sa)]
+    for role, sa in [("AlbControllerRole", "hyperpod-inference-system/ServiceAccount/aws-load-balancer-controller"),
+                     ("KedaRole", "hyperpod-inference-system/ServiceAccount/keda-operator"),
+                     ("S3CsiRole", "kube-system/ServiceAccount/s3-csi-driver-sa")]:
+        assert (_ids(graph, role, "IAM role"), f"k8s:{sa}") in edges
+
+    cr = "k8s:inference/InferenceEndpointConfig/qwen-chat"
+    bucket = _ids(graph, "CaptureBucket", "S3 bucket")
+    key = _ids(graph, "CaptureKey", "KMS key")
+    zone = _ids(graph, "HostedZone", "Route 53")
+    cert = _ids(graph, "Certificate", "ACM")
+    assert 'label="s3Uri"' in edges[(cr, bucket)]
+    assert 'label="kmsKeyId"' in edges[(cr, key)]          # alias ARN -> the key behind the alias
+    assert 'label="hostedZoneId"' in edges[(cr, zone)]
+    assert 'label="acmArn"' in edges[(cr, cert)]
+    assert (cr, _ids(graph, "TlsBucket", "S3 bucket")) in edges
+
+    # roles -> what their policy statements grant on
+    for target in (bucket, key, zone, cert):
+        assert (execution_role, target) in edges
+    assert {("S3CsiRole", "CaptureBucket"), ("S3CsiRole", "CaptureKey")} <= graph.pairs("grant")
+
+    # short labels: no CDK hash suffixes, no 40-character logical IDs
+    names = [n.name for n in graph.nodes.values()]
+    assert not [n for n in names if re.search(r"[0-9A-F]{8}$", n) or len(n) > 40], names
+    assert "AWS (CloudFormation stack)" in dot and "subgraph cluster_ns_inference" in dot
+
+
+def test_imported_resources_and_annotated_service_accounts(files_out):
+    graph = diagram.load_graph(files_out)
+    edges = _dot_edges(diagram.to_dot(graph))
+
+    # ServiceAccount with eks.amazonaws.com/role-arn whose role trusts it: one two-way IRSA edge
+    role = _ids(graph, "InferenceQwenChatHfTokenRole", "IAM role")
+    sa = "k8s:inference/ServiceAccount/qwen-chat-hf-token-reader"
+    assert "dir=both" in edges[(role, sa)]
+    assert ("k8s:inference/SecretStore/qwen-chat-hf-token", sa) in edges
+    secret = _ids(graph, "hf-token-AbCdEf", "Secrets Manager secret (imported)")
+    assert (role, secret) in edges and ("k8s:inference/ExternalSecret/qwen-chat-hf-token", secret) in edges
+
+    # imported zone / certificate (literal ids in the manifests and the policies) are one node each
+    zone = _ids(graph, "Z0123456789ABCDEFGHIJ", "Route 53 hosted zone (imported)")
+    cert = next(n.id for n in graph.nodes.values() if n.caption.startswith("ACM certificate (imported)"))
+    for cr in ("k8s:inference/InferenceEndpointConfig/qwen-chat", "k8s:research/InferenceEndpointConfig/llama-s3"):
+        assert (cr, zone) in edges and (cr, cert) in edges
+    assert (_ids(graph, "ExecutionRole", "IAM role"), zone) in edges
+    js = "k8s:research/JumpStartModel/llama-js"
+    assert (js, _ids(graph, "CaptureBucket", "S3 bucket")) in edges
+    assert (js, _ids(graph, "CaptureKey", "KMS key")) in edges
