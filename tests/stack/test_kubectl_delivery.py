@@ -177,3 +177,28 @@ def test_template_size_check_names_the_template_over_one_megabyte(tmp_path):
     (tmp_path / "Big.template.json").write_text(" " * (MAX_TEMPLATE_BYTES + 1))
     problems = template_size_problems(str(tmp_path))
     assert len(problems) == 1 and problems[0].startswith("template Big.template.json is ")
+
+
+def test_chart_mode_crds_have_no_descriptions_and_still_validate_the_custom_resources(tmp_path):
+    import jsonschema
+
+    from tests.k8s_validation import _strict
+
+    crds = os.path.abspath(os.path.join(CRD_ROOT, "v3.3"))
+    if not os.path.isdir(crds):
+        pytest.skip("operator CRDs not found; set HYPERPOD_CRD_DIR")
+    data = load_yaml(DEFAULT_CONFIG)
+    data["operator"] = {"install": "chart", "version": "v3.3", "crdSource": crds}
+    s = synth_config(data, tmp_path / "out", nag=False)
+    shipped = [o for o in s.manifests["operator"] if o["kind"] == "CustomResourceDefinition"]
+    assert shipped and '"description"' not in json.dumps([c["spec"]["versions"] for c in shipped])
+    iec = next(c for c in shipped if c["spec"]["names"]["kind"] == "InferenceEndpointConfig")
+    schema = _strict(next(v for v in iec["spec"]["versions"] if v["name"] == "v1")["schema"]["openAPIV3Schema"])
+    cr = s.manifests["inference-qwen-chat"][0]
+    body = {k: v for k, v in cr.items() if k != "metadata"}
+    # placeholders (<...>) stand where CloudFormation fills in the certificate and zone; give concrete values
+    body["spec"]["tlsConfig"]["customCertificateConfig"]["acmArn"] = "arn:aws:acm:us-west-2:111122223333:certificate/0a1b"
+    body["spec"]["dnsConfig"]["hostedZoneId"] = "Z0123ABC"
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(body)) == []
+    body["spec"]["replica"] = 2
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(body))

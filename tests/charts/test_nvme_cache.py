@@ -1,0 +1,92 @@
+"""The NVMe cache chart: the DaemonSet warms the endpoint's nodes with the same agent code the init container runs."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import cdk8s
+import yaml
+
+from hyperpod_inference.charts.endpoint import SecretRef
+from hyperpod_inference.charts.nvme_cache import NvmeCache, NvmeCachePlan
+from hyperpod_inference.config import parse_config
+from hyperpod_inference.nvme_agent import agent_source_files, model_relative_dir
+from tests.k8s_validation import k8s_errors
+from tests.synth_helpers import DEFAULT_CONFIG
+
+BASE = yaml.safe_load(DEFAULT_CONFIG.read_text())
+
+
+def plan_for(model=None, token=SecretRef("hf-token", "token"), sa=None, **weight_cache):
+    data = copy.deepcopy(BASE)
+    ep = data["endpoints"][0]
+    if model is not None:
+        ep["model"] = model
+    ep["weightCache"].update(weight_cache)
+    return NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", token, sa)
+
+
+def synth(plan):
+    chart = cdk8s.Chart(cdk8s.App(), "support", disable_resource_name_hashes=True)
+    NvmeCache(chart, "Cache", plan=plan)
+    objs = chart.to_json()
+    return {o["kind"]: o for o in objs}
+
+
+def test_configmap_holds_exactly_the_agent_code_the_pods_run():
+    plan = plan_for()
+    objs = synth(plan)
+    data = objs["ConfigMap"]["data"]
+    assert {k: v for k, v in data.items() if k != "models.json"} == agent_source_files()
+    assert json.loads(data["models.json"]) == [plan.spec]
+    code_volume = next(v for v in plan.volumes() if v["name"] == "nvme-agent-code")
+    assert [i["key"] for i in code_volume["configMap"]["items"]] == sorted(agent_source_files())
+    init = plan.init_containers()[0]
+    assert init["command"][:4] == ["python3", "-m", "nvme_agent", "ensure"]
+    assert {"name": "nvme-agent-code", "mountPath": "/opt/nvme-agent/nvme_agent", "readOnly": True} in init["volumeMounts"]
+    assert {"name": "PYTHONPATH", "value": "/opt/nvme-agent"} in init["env"]
+
+
+def test_daemonset_runs_on_the_endpoint_instance_type_and_is_ready_only_when_warm():
+    objs = synth(plan_for())
+    ds = objs["DaemonSet"]
+    assert k8s_errors(ds, "1.28") == [] and k8s_errors(objs["ConfigMap"], "1.28") == []
+    pod = ds["spec"]["template"]["spec"]
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                            "values": ["ml.g5.8xlarge"]}]}]
+    container = pod["containers"][0]
+    assert container["command"][3] == "warm"
+    assert container["readinessProbe"]["exec"]["command"][3] == "check"
+    assert "nvidia.com/gpu" not in json.dumps(container["resources"])
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True and security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert ds["metadata"]["namespace"] == "inference"
+
+
+def test_config_hash_changes_with_the_model_so_the_daemonset_rolls():
+    a = synth(plan_for())["DaemonSet"]["spec"]["template"]["metadata"]["annotations"]
+    model = copy.deepcopy(BASE["endpoints"][0]["model"])
+    model["huggingface"]["commitSHA"] = "b" * 40
+    b = synth(plan_for(model=model))["DaemonSet"]["spec"]["template"]["metadata"]["annotations"]
+    assert a["hyperpod-inference/config-hash"] != b["hyperpod-inference/config-hash"]
+
+
+def test_worker_volume_is_the_models_directory_and_token_reaches_agents_only():
+    plan = plan_for()
+    model_volume = next(v for v in plan.volumes() if v["name"] == "nvme-model")
+    assert model_volume["hostPath"] == {"path": "/opt/dlami/nvme/" + model_relative_dir(plan.spec),
+                                        "type": "DirectoryOrCreate"}
+    container = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
+    token = [e for e in container["env"] if e["name"] == "HF_TOKEN"]
+    assert token == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}]
+
+
+def test_s3_model_runs_the_daemonset_with_the_model_reader_service_account():
+    plan = plan_for(model={"s3": {"bucket": "my-models", "prefix": "qwen/"}}, token=None, sa="qwen-chat-model-reader")
+    pod = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "qwen-chat-model-reader" and pod["automountServiceAccountToken"] is True
+    assert "HF_TOKEN" not in json.dumps(pod)
+    assert plan.spec == {"source": "s3", "bucket": "my-models", "prefix": "qwen/", "region": "us-west-2"}
