@@ -43,6 +43,7 @@ from .manifests import with_placeholders, write_manifest_files
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_TEMPLATE_BYTES = 1024 * 1024
 MAX_RESOURCES = 500
+MAX_OUTPUTS = 200  # CloudFormation's limit of Outputs per template
 
 # cdk-nag findings inside aws-cdk-lib's own kubectl provider nested stack; exact IDs as cdk-nag prints them.
 KUBECTL_PROVIDER_ACKS = {
@@ -52,6 +53,8 @@ KUBECTL_PROVIDER_ACKS = {
         "aws-cdk-lib's kubectl handler needs ECR pull for Helm OCI charts",
     'AwsSolutions::AwsSolutions-IAM4[Policy::{"Fn::If":["HandlerHasEcrPublic195AF58A",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}]':
         "aws-cdk-lib's kubectl handler: conditional ECR Public read-only policy",
+    "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]":
+        "private API endpoint (cluster.kubectlSubnetIds): aws-cdk-lib's kubectl provider Lambdas run in the VPC",
     "AwsSolutions::AwsSolutions-L1": "aws-cdk-lib pins the kubectl handler's runtime; not under this library's control",
     "AwsSolutions::AwsSolutions-IAM5[Resource::<Handler886CB40B.Arn>:*]":
         "aws-cdk-lib's provider framework may invoke any version of its kubectl handler",
@@ -172,6 +175,12 @@ class HyperPodInferenceStack(cdk.Stack):
         # install: chart -- the operator's objects as a cdk8s chart, applied after the dependency add-ons
         if self.cluster is not None and op.dependencies == "create":
             deps.extend(self._helm_dependencies())
+        elif op.dependencies == "create":
+            cdk.Annotations.of(self).add_warning_v2(
+                "hyperpod-inference:chartFilesDependencies",
+                "install: chart with manifests.delivery: files: the ALB controller and KEDA Helm charts are not "
+                "applied by the stack; install them into hyperpod-inference-system yourself (their IRSA roles are "
+                "created)")
         chart = OperatorChart(self.k8s_app, "operator", props=OperatorChartProps(
             version=op.version, region=self.region, execution_role_arn=self.execution_role.role_arn,
             tls_bucket_name=self.tls_bucket.bucket_name, eks_cluster_name=c.eks_cluster_name,
@@ -355,16 +364,19 @@ class HyperPodInferenceStack(cdk.Stack):
     # ------------------------------------------------------------------------------------------------ outputs
     def _outputs(self) -> None:
         region = self.region
+        per_endpoint: list[tuple[Endpoint, str, list[cdk.CfnOutput]]] = []
         for ep in self.config.endpoints:
             key = f"{_pascal(ep.namespace)}{_pascal(ep.name)}"
+            outs: list[cdk.CfnOutput] = []
+            per_endpoint.append((ep, key, outs))
             kind = ep.kind.lower()
             status = (f"kubectl describe {kind} {ep.name} -n {ep.namespace} ; "
                       f"kubectl get events -n {ep.namespace} --field-selector involvedObject.name={ep.name}")
             if ep.domain_name:
                 status += (f" ; kubectl get {kind} {ep.name} -n {ep.namespace} "
                            "-o jsonpath='{.status.dnsStatus}{\"\\n\"}{.status.tlsCertificate}'")
-            cdk.CfnOutput(self, f"{key}Status", value=status,
-                          description=f"{ep.namespace}/{ep.name}: deployment status, events (and DNS/TLS status)")
+            outs.append(cdk.CfnOutput(self, f"{key}Status", value=status, description=(
+                f"{ep.namespace}/{ep.name}: deployment status, events (and DNS/TLS status)")))
             calls = []
             if ep.domain_name:
                 calls.append(f"https://{ep.domain_name}/")
@@ -378,12 +390,12 @@ class HyperPodInferenceStack(cdk.Stack):
                     f"--content-type {content_type} --body '{payload}' --region {region} "
                     "--cli-binary-format raw-in-base64-out /dev/stdout")
             if calls:
-                cdk.CfnOutput(self, f"{key}Invoke", value=" ; ".join(calls),
-                              description=f"{ep.namespace}/{ep.name}: URL and invoke command")
+                outs.append(cdk.CfnOutput(self, f"{key}Invoke", value=" ; ".join(calls),
+                                          description=f"{ep.namespace}/{ep.name}: URL and invoke command"))
             name = f"{ep.namespace}-{ep.name}"
             if name in self.verifications:
-                cdk.CfnOutput(self, f"{key}Verification", value=self.verifications[name].summary,
-                              description=f"{ep.namespace}/{ep.name}: post-deploy check")
+                outs.append(cdk.CfnOutput(self, f"{key}Verification", value=self.verifications[name].summary,
+                                          description=f"{ep.namespace}/{ep.name}: post-deploy check"))
         if self.capture is not None:
             prefixes = self.capture.tier_prefixes()
             cdk.CfnOutput(self, "CaptureBucket", value=self.capture.bucket_name,
@@ -406,6 +418,13 @@ class HyperPodInferenceStack(cdk.Stack):
                           description=delegation_instructions(self.config.domain.zone_name)[:1000])
         cdk.CfnOutput(self, "OperatorExecutionRoleArn", value=self.execution_role.role_arn)
         cdk.CfnOutput(self, "TlsBucketName", value=self.tls_bucket.bucket_name)
+        # Over CloudFormation's 200 outputs (2-3 per endpoint): one output per endpoint instead, the same values joined.
+        if len([c for c in self.node.children if isinstance(c, cdk.CfnOutput)]) > MAX_OUTPUTS:
+            for ep, key, outs in per_endpoint:
+                for out in outs:
+                    self.node.try_remove_child(out.node.id)
+                cdk.CfnOutput(self, f"{key}Outputs", value=" ; ".join(out.value for out in outs), description=(
+                    f"{ep.namespace}/{ep.name}: status and events commands, URL and invoke command, post-deploy check"))
 
     # --------------------------------------------------------------------------------------------- manifests
     def manifest_documents(self) -> dict[str, list[dict[str, Any]]]:
@@ -442,6 +461,10 @@ def size_problems(stack: HyperPodInferenceStack) -> list[str]:
                  and cdk.Stack.of(c) is stack]
     if len(resources) > MAX_RESOURCES:
         problems.append(f"stack has {len(resources)} resources; CloudFormation allows {MAX_RESOURCES} "
+                        "(split the endpoints across stacks)")
+    outputs = [c for c in stack.node.children if isinstance(c, cdk.CfnOutput)]
+    if len(outputs) > MAX_OUTPUTS:
+        problems.append(f"stack has {len(outputs)} outputs; CloudFormation allows {MAX_OUTPUTS} "
                         "(split the endpoints across stacks)")
     return problems
 

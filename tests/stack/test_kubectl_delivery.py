@@ -202,3 +202,16 @@ def test_chart_mode_crds_have_no_descriptions_and_still_validate_the_custom_reso
     assert list(jsonschema.Draft7Validator(schema).iter_errors(body)) == []
     body["spec"]["replica"] = 2
     assert list(jsonschema.Draft7Validator(schema).iter_errors(body))
+
+
+def test_private_api_endpoint_runs_the_kubectl_handler_in_the_subnets(tmp_path):
+    # GIVEN a cluster with a private API endpoint  WHEN synthesized with cdk-nag  THEN the handler is in the VPC
+    data = load_yaml(DEFAULT_CONFIG)
+    data["cluster"]["kubectlSubnetIds"] = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+    data["cluster"]["kubectlSecurityGroupId"] = "sg-0123456789abcdef0"
+    s = synth_config(data, tmp_path / "out")
+    nested = [p for p in s.outdir.glob("*KubectlProvider*.nested.template.json")]
+    assert len(nested) == 1
+    handler = [r for r in json.loads(nested[0].read_text())["Resources"].values()
+               if r["Type"] == "AWS::Lambda::Function" and "VpcConfig" in r["Properties"]]
+    assert handler and "subnet-0123456789abcdef0" in json.dumps(handler[0]["Properties"]["VpcConfig"])
