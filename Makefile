@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 CDK := node_modules/.bin/cdk
 STAMP := $(VENV)/.installed
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+CHECKOV_VERSION := 3.3.30
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -13,14 +16,21 @@ CONFIG ?= hyperpod.yaml
 OUT ?= cdk.out
 PYTEST_ARGS ?=
 
-.PHONY: synth test lint deps clean schema bench
-deps: $(STAMP) $(CDK)
+.PHONY: synth test lint deps clean schema bench diagram
+deps: $(STAMP) $(CDK) $(CHECKOV_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	$(BIN)/python -m compileall -q $(VENV)/lib > /dev/null
+	touch $@
+
+# checkov (tests/e2e/test_security_scans.py) in its own venv: it pins an older boto3 than the project's.
+$(CHECKOV_STAMP): Makefile
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $@
 
 $(CDK): package.json
@@ -40,6 +50,13 @@ lint: deps
 
 schema: deps
 	$(BIN)/python -m hyperpod_inference schema
+
+# make diagram: docs/architecture.png (+ .dot) from the synth output; synthesizes first when $(OUT) is missing
+diagram: $(STAMP)
+	@ls $(OUT)/*.template.json >/dev/null 2>&1 && test -d $(OUT)/manifests || $(MAKE) synth
+	@command -v dot >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update || true; $$SUDO apt-get install -y --no-install-recommends graphviz; }
+	$(BIN)/python tools/diagram.py --cdk-out $(OUT) --dot docs/architecture.dot --png docs/architecture.png
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -25,7 +25,7 @@ def with_placeholders(stack: Stack, obj: Any) -> Any:
         return {k: with_placeholders(stack, v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [with_placeholders(stack, v) for v in obj]
-    if isinstance(obj, str) and Token.is_unresolved(obj):
+    if isinstance(obj, str) and TOKEN_MARK in obj and Token.is_unresolved(obj):  # a token string has the mark
         return render_resolved(stack.resolve(obj))
     return obj
 

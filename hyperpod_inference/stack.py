@@ -429,7 +429,8 @@ class HyperPodInferenceStack(cdk.Stack):
     # --------------------------------------------------------------------------------------------- manifests
     def manifest_documents(self) -> dict[str, list[dict[str, Any]]]:
         """Every chart's objects, deploy-time values shown as placeholders (``<LogicalId.Attr>``)."""
-        return {u.name: with_placeholders(self, u.objects()) for u in self.units if u.objects()}
+        objects = [(u.name, u.objects()) for u in self.units]  # each chart synthesized once
+        return {name: with_placeholders(self, objs) for name, objs in objects if objs}
 
     def write_manifests(self, outdir: str) -> list[str]:
         """Write ``<outdir>/manifests/<chart>.yaml`` (one file per chart)."""

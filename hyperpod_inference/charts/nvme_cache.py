@@ -30,6 +30,9 @@ USER_ASSIGNABLE_LABEL = "sagemaker.amazonaws.com/user-assignable"
 CACHE_ROOT_VOLUME = "nvme-cache-root"
 AGENT_CODE_VOLUME = "nvme-agent-code"
 AGENT_TMP_VOLUME = "nvme-agent-tmp"
+FSX_SOURCE_VOLUME = "nvme-fsx-source"
+TOKEN_VOLUME = "nvme-hf-token"
+TOKEN_MOUNT = "/var/run/secrets/hf-token"
 
 # The agent writes into a root-owned host directory (the instance-store mount), so it runs as UID 0; it gets no
 # capabilities, no privilege escalation and a read-only root filesystem: the hostPath is all it needs.
@@ -39,6 +42,7 @@ _AGENT_SECURITY_CONTEXT = {
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
     "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
 }
 _AGENT_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
 
@@ -51,7 +55,25 @@ def model_spec(endpoint: Endpoint, region: str) -> dict[str, Any]:
                 "revision": src.huggingface.commit_sha or "main"}
     if src.s3 is not None:
         return {"source": "s3", "bucket": src.s3.bucket, "prefix": src.s3.prefix, "region": src.s3.region or region}
-    raise ValueError(f"endpoint {endpoint.namespace}/{endpoint.name}: the NVMe agent caches S3 and Hugging Face sources")
+    if src.fsx is not None and src.fsx.node_path:
+        return {"source": "local", "path": _fsx_node_model_path(endpoint)}
+    raise ValueError(f"endpoint {endpoint.namespace}/{endpoint.name}: the NVMe agent caches S3, Hugging Face and "
+                     "node-mounted FSx sources")
+
+
+def _fsx_node_model_path(endpoint: Endpoint) -> str:
+    fsx = endpoint.model.fsx
+    assert fsx is not None and fsx.node_path
+    return fsx.node_path.rstrip("/") + "/" + fsx.path.lstrip("/") if fsx.path != "/" else fsx.node_path
+
+
+def _source_mounts(endpoint: Endpoint) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, mounts) giving the agent read-only access to a node-mounted FSx file system at the same path."""
+    fsx = endpoint.model.fsx
+    if fsx is None or not fsx.node_path:
+        return [], []
+    return ([{"name": FSX_SOURCE_VOLUME, "hostPath": {"path": fsx.node_path, "type": "Directory"}}],
+            [{"name": FSX_SOURCE_VOLUME, "mountPath": fsx.node_path, "readOnly": True}])
 
 
 def agent_image(endpoint: Endpoint, region: str) -> str:
@@ -73,8 +95,20 @@ def _agent_env(token: SecretRef | None) -> list[dict[str, Any]]:
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
     ]
     if token is not None:
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": token.name, "key": token.key}}})
+        # The token is a file (huggingface_hub reads HF_TOKEN_PATH), never an environment variable.
+        env.append({"name": "HF_TOKEN_PATH", "value": f"{TOKEN_MOUNT}/token"})
     return env
+
+
+def _token_volume(token: SecretRef | None) -> list[dict[str, Any]]:
+    if token is None:
+        return []
+    return [{"name": TOKEN_VOLUME, "secret": {"secretName": token.name, "defaultMode": 0o400,
+                                              "items": [{"key": token.key, "path": "token"}]}}]
+
+
+def _token_mount(token: SecretRef | None) -> list[dict[str, Any]]:
+    return [] if token is None else [{"name": TOKEN_VOLUME, "mountPath": TOKEN_MOUNT, "readOnly": True}]
 
 
 @dataclass(frozen=True)
@@ -113,6 +147,8 @@ class NvmeCachePlan:
             {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": self.host_root, "type": "DirectoryOrCreate"}},
             {"name": AGENT_CODE_VOLUME, "configMap": {"name": self.configmap_name, "items": self._code_items()}},
             {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
+            *_source_mounts(self.endpoint)[0],
+            *_token_volume(self.token),
         )
 
     def init_containers(self) -> tuple[dict[str, Any], ...]:
@@ -129,6 +165,8 @@ class NvmeCachePlan:
                 {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
                 {"name": AGENT_CODE_VOLUME, "mountPath": f"{AGENT_MOUNT}/nvme_agent", "readOnly": True},
                 {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
+                *_source_mounts(self.endpoint)[1],
+                *_token_mount(self.token),
             ],
         },)
 
@@ -158,20 +196,6 @@ class NvmeCache(Construct):
         models_path = f"/etc/nvme-agent/{MODELS_FILE}"
         command = ["python3", "-m", "nvme_agent"]
         common = ["--cache-root", CACHE_MOUNT, "--models-file", models_path]
-        ds = kplus.DaemonSet(
-            self, "Warm",
-            metadata=cdk8s.ApiObjectMetadata(name=_names(ep)["daemonset"], namespace=ns, labels=labels),
-            pod_metadata=cdk8s.ApiObjectMetadata(labels=labels, annotations={
-                "hyperpod-inference/config-hash": plan.config_hash()}),
-            automount_service_account_token=plan.service_account_name is not None,
-            select=False,
-            # The pod spec is replaced below by the exact one (hostPath, probes, security context, affinity).
-            containers=[kplus.ContainerProps(name="warm", image=agent_image(ep, plan.region))],
-        )
-        ds.select(kplus.LabelSelector.of(labels={"app.kubernetes.io/name": "nvme-agent",
-                                                 "app.kubernetes.io/instance": ep.name}))
-        self.daemon_set = ds
-        obj = cdk8s.ApiObject.of(ds)
         container = {
             "name": "warm",
             "image": agent_image(ep, plan.region),
@@ -186,6 +210,8 @@ class NvmeCache(Construct):
                 {"name": AGENT_CODE_VOLUME, "mountPath": f"{AGENT_MOUNT}/nvme_agent", "readOnly": True},
                 {"name": "models", "mountPath": "/etc/nvme-agent", "readOnly": True},
                 {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
+                *_source_mounts(ep)[1],
+                *_token_mount(plan.token),
             ],
         }
         pod_spec = {
@@ -196,21 +222,40 @@ class NvmeCache(Construct):
                 {"name": "models", "configMap": {"name": plan.configmap_name,
                                                  "items": [{"key": MODELS_FILE, "path": MODELS_FILE}]}},
                 {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
+                *_source_mounts(ep)[0],
+                *_token_volume(plan.token),
             ],
             # Only the nodes that can serve this endpoint: the instance type HyperPod labels its nodes with.
             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                 {"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [ep.instance_type]}]}]}}},
             # GPU nodes are commonly tainted; the agent uses no GPU but must run there.
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            "automountServiceAccountToken": plan.service_account_name is not None,
+            # The agent never calls the Kubernetes API; IRSA injects its own projected token volume.
+            "automountServiceAccountToken": False,
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "terminationGracePeriodSeconds": 30,
         }
         if plan.service_account_name:
             pod_spec["serviceAccountName"] = plan.service_account_name
-        obj.add_json_patch(cdk8s.JsonPatch.replace("/spec/template/spec", pod_spec))
-        obj.add_json_patch(cdk8s.JsonPatch.remove("/spec/template/metadata/labels/cdk8s.io~1metadata.addr"))
-        obj.add_json_patch(cdk8s.JsonPatch.add("/spec/updateStrategy",
-                                               {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}}))
+        selector = {"app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": ep.name}
+        # An untyped object: cdk8s-plus's DaemonSet re-serializes resources and rollingUpdate from its own typed
+        # fields and drops plain quantities, so the exact spec goes in as JSON (validated in tests).
+        self.daemon_set = cdk8s.ApiObject(
+            self, "Warm", api_version="apps/v1", kind="DaemonSet",
+            metadata=cdk8s.ApiObjectMetadata(name=_names(ep)["daemonset"], namespace=ns, labels=labels))
+        self.daemon_set.add_json_patch(cdk8s.JsonPatch.add("/spec", {
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": labels,
+                                      "annotations": {"hyperpod-inference/config-hash": plan.config_hash()}},
+                         "spec": pod_spec},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+        }))
+        # The agent serves nothing: no ingress at all.
+        self.network_policy = kplus.NetworkPolicy(
+            self, "DenyIngress", metadata=cdk8s.ApiObjectMetadata(name=f"{ep.name}-nvme-agent-deny-ingress",
+                                                                 namespace=ns, labels=labels),
+            selector=kplus.Pods.select(self, "AgentPods", labels=selector),
+            ingress=kplus.NetworkPolicyTraffic(default=kplus.NetworkPolicyTrafficDefault.DENY))
 
 
 def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> dict[str, Any]:

@@ -333,8 +333,9 @@ class DataCaptureStorage(Construct):
             enforce_ssl=True,
             encryption=s3.BucketEncryption.S3_MANAGED,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,  # log records are evidence: an overwrite or delete keeps the previous version
             lifecycle_rules=[s3.LifecycleRule(
-                id="expire-access-logs", expiration=expire,
+                id="expire-access-logs", expiration=expire, noncurrent_version_expiration=expire,
                 abort_incomplete_multipart_upload_after=Duration.days(_ABORT_INCOMPLETE_MULTIPART_DAYS))],
             removal_policy=removal_policy,
         )

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from aws_cdk import Acknowledgment, Aws, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import Acknowledgment, Aws, Duration, RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -268,6 +268,9 @@ class TlsBucket(Construct):
                 block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
                 encryption=s3.BucketEncryption.S3_MANAGED,
                 object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                versioned=True,  # log records are evidence: an overwrite or delete keeps the previous version
+                lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365),
+                                                  noncurrent_version_expiration=Duration.days(365))],
                 removal_policy=RemovalPolicy.RETAIN,
             )
             physical_name = f"{TLS_BUCKET_PREFIX}-{stack.account}-{stack.region}"

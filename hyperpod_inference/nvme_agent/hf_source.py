@@ -3,7 +3,7 @@
 Metadata: ``HfApi.model_info(files_metadata=True)`` at the requested revision gives the resolved commit sha and, per
 file, its size and either the LFS sha256 or the git blob id (sha1 of ``blob <size>\\0<content>``).
 Download: ``hf_hub_download(..., revision=<commit sha>, local_dir=...)`` per file, several files in parallel.
-The token comes from ``HF_TOKEN`` only; the endpoint from ``HF_ENDPOINT``.
+The token comes from ``HF_TOKEN`` or the file named by ``HF_TOKEN_PATH``; the endpoint from ``HF_ENDPOINT``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ HF_METADATA_DIR = ".cache"  # huggingface_hub's bookkeeping inside local_dir; re
 
 
 def _token():
-    return os.environ.get("HF_TOKEN") or False
+    """The token from ``HF_TOKEN``, else from the file ``HF_TOKEN_PATH`` names (a mounted Secret); False = none."""
+    token = os.environ.get("HF_TOKEN")
+    path = os.environ.get("HF_TOKEN_PATH")
+    if not token and path and os.path.isfile(path):
+        with open(path, encoding="utf-8") as fh:
+            token = fh.read().strip()
+    return token or False
 
 
 def _endpoint():

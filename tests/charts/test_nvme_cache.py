@@ -59,11 +59,18 @@ def test_daemonset_runs_on_the_endpoint_instance_type_and_is_ready_only_when_war
     container = pod["containers"][0]
     assert container["command"][3] == "warm"
     assert container["readinessProbe"]["exec"]["command"][3] == "check"
-    assert "nvidia.com/gpu" not in json.dumps(container["resources"])
+    assert container["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"},
+                                      "limits": {"cpu": "2", "memory": "1Gi"}}
+    assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}}
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     security = container["securityContext"]
     assert security["readOnlyRootFilesystem"] is True and security["allowPrivilegeEscalation"] is False
     assert security["capabilities"] == {"drop": ["ALL"]}
     assert ds["metadata"]["namespace"] == "inference"
+    policy = objs["NetworkPolicy"]
+    assert k8s_errors(policy, "1.28") == []
+    assert policy["spec"]["podSelector"]["matchLabels"] == ds["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"] and not policy["spec"].get("ingress")
 
 
 def test_config_hash_changes_with_the_model_so_the_daemonset_rolls():
@@ -79,14 +86,17 @@ def test_worker_volume_is_the_models_directory_and_token_reaches_agents_only():
     model_volume = next(v for v in plan.volumes() if v["name"] == "nvme-model")
     assert model_volume["hostPath"] == {"path": "/opt/dlami/nvme/" + model_relative_dir(plan.spec),
                                         "type": "DirectoryOrCreate"}
-    container = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
-    token = [e for e in container["env"] if e["name"] == "HF_TOKEN"]
-    assert token == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}]
+    pod = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/hf-token/token"} in container["env"]
+    assert {"name": "nvme-hf-token", "secret": {"secretName": "hf-token", "defaultMode": 0o400,
+                                                "items": [{"key": "token", "path": "token"}]}} in pod["volumes"]
 
 
 def test_s3_model_runs_the_daemonset_with_the_model_reader_service_account():
     plan = plan_for(model={"s3": {"bucket": "my-models", "prefix": "qwen/"}}, token=None, sa="qwen-chat-model-reader")
     pod = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "qwen-chat-model-reader" and pod["automountServiceAccountToken"] is True
+    assert pod["serviceAccountName"] == "qwen-chat-model-reader"
+    assert pod["automountServiceAccountToken"] is False  # IRSA projects its own token; the agent needs no API access
     assert "HF_TOKEN" not in json.dumps(pod)
     assert plan.spec == {"source": "s3", "bucket": "my-models", "prefix": "qwen/", "region": "us-west-2"}

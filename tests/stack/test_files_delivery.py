@@ -135,9 +135,12 @@ def test_secrets_manager_token_syncs_into_its_namespace_only(synth, template):
 def test_nvme_init_container_carries_the_token_and_the_worker_does_not(synth):
     spec = by_name(synth, "InferenceEndpointConfig", "qwen-chat")["spec"]
     init = spec["kubernetes"]["initContainers"][0]
-    token_env = [e for e in init["env"] if e["name"] == "HF_TOKEN"]
-    assert token_env == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "qwen-chat-hf-token", "key": "token"}}}]
-    assert "HF_TOKEN" not in json.dumps(spec["worker"])
+    assert {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/hf-token/token"} in init["env"]
+    assert {"name": "nvme-hf-token", "mountPath": "/var/run/secrets/hf-token", "readOnly": True} in init["volumeMounts"]
+    assert {"name": "nvme-hf-token", "secret": {"secretName": "qwen-chat-hf-token", "defaultMode": 0o400,
+                                                "items": [{"key": "token", "path": "token"}]}} in spec["kubernetes"]["volumes"]
+    assert "valueFrom" not in json.dumps(init["env"])  # never an environment variable
+    assert "HF_TOKEN" not in json.dumps(spec["worker"]) and "hf-token" not in json.dumps(spec["worker"])
 
 
 def test_s3_daemonset_endpoint_gets_a_user_assignable_service_account_with_exact_irsa(synth, template):
@@ -214,3 +217,20 @@ def test_v3_2_config_validates_against_v3_2_crds(tmp_path):
     s = synth_config(data, tmp_path, nag=False)
     for cr in s.custom_resources():
         assert crd_errors(cr, "v3.2") == [], cr["metadata"]["name"]
+
+
+def test_fsx_source_with_node_path_is_cached_from_the_node_mount(tmp_path):
+    # GIVEN an FSx model mounted on the nodes and the daemonset cache
+    data = load_yaml(FILES_CONFIG)
+    data["endpoints"] = [dict(data["endpoints"][3], name="fsx-nvme",
+                              model={"fsx": {"fileSystemId": "fs-0123456789abcdef0", "path": "/llama",
+                                             "nodePath": "/fsx"}})]
+    s = synth_config(data, tmp_path, nag=False)
+    spec = by_name(s, "InferenceEndpointConfig", "fsx-nvme")["spec"]
+    init = spec["kubernetes"]["initContainers"][0]
+    # THEN the agent copies from /fsx/llama, mounting the node's FSx path read-only at the same path
+    assert json.loads(init["command"][init["command"].index("--model") + 1]) == {"path": "/fsx/llama", "source": "local"}
+    assert {"name": "nvme-fsx-source", "mountPath": "/fsx", "readOnly": True} in init["volumeMounts"]
+    assert {"name": "nvme-fsx-source", "hostPath": {"path": "/fsx", "type": "Directory"}} in spec["kubernetes"]["volumes"]
+    daemonset = by_name(s, "DaemonSet", "fsx-nvme-nvme-warm")
+    assert k8s_errors(daemonset) == [] and crd_errors(by_name(s, "InferenceEndpointConfig", "fsx-nvme"), "v3.3") == []
