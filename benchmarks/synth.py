@@ -1,0 +1,129 @@
+"""Synth time of the default app vs an empty CDK app. Run manually (takes a few minutes):
+
+    python benchmarks/synth.py [--rounds 5] [--write]
+
+Each round runs, in alternating order, `cdk synth --no-notices -q -o <fresh dir>` of
+(a) the default app at the repository root (default `hyperpod.yaml`), and
+(b) an empty CDK app (one empty `Stack`, same venv, same CLI, same flags and same feature flags from `cdk.json`)
+in a temporary folder. Prints a Markdown section with the medians, the median of the per-round ratios, and the CLI's
+own performance counters (where the time goes); `--write` puts it into the `## Synth time` section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import REPO, machine, median, perf_counters, synth, tool_versions, update_section
+
+EMPTY_APP = '''import aws_cdk as cdk
+
+app = cdk.App()
+cdk.Stack(app, "Empty")
+app.synth()
+'''
+TARGET = 1.5
+COUNTERS = ["phase:Load", "phase:Construction", "phase:Synthesis", "validateTemplates", "fs.copyFileSync"]
+
+
+def make_empty_app(folder: Path) -> Path:
+    """An empty app with the repository's feature flags (the same `cdk.json` context, minus the app's own keys)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "app.py").write_text(EMPTY_APP)
+    context = json.loads((REPO / "cdk.json").read_text()).get("context", {})
+    context = {k: v for k, v in context.items() if k not in ("config", "stackName")}
+    (folder / "cdk.json").write_text(json.dumps({"app": "python3 app.py", "context": context}, indent=1))
+    return folder
+
+
+def measure(rounds: int, work: Path) -> dict[str, object]:
+    empty = make_empty_app(work / "empty-app")
+    cases = {"default": REPO, "empty": empty}
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    cpu: dict[str, list[float]] = {k: [] for k in cases}
+    counters: dict[str, list[dict[str, float]]] = {k: [] for k in cases}
+    ratios = []
+    # one untimed warm-up of each (jsii package cache, Python bytecode, page cache)
+    for name, cwd in cases.items():
+        synth(cwd, work / f"warm-{name}")
+        shutil.rmtree(work / f"warm-{name}", ignore_errors=True)
+    for r in range(rounds):
+        order = list(cases) if r % 2 == 0 else list(reversed(cases))
+        for name in order:
+            out = work / f"out-{name}-{r}"
+            t, c = synth(cases[name], out)
+            times[name].append(t)
+            cpu[name].append(c)
+            counters[name].append(perf_counters(out))
+            shutil.rmtree(out, ignore_errors=True)
+            print(f"round {r + 1}/{rounds} {name}: {t:.2f} s wall, {c:.2f} s CPU", file=sys.stderr)
+        ratios.append(times["default"][-1] / times["empty"][-1])
+    return {"times": times, "cpu": cpu, "counters": counters, "ratios": ratios}
+
+
+def counter_median(samples: list[dict[str, float]], key: str) -> str:
+    values = [s.get(key, 0.0) for s in samples if s]
+    return f"{median(values) / 1000:.2f}" if values else "n/a"
+
+
+def markdown(result: dict[str, object], rounds: int) -> str:
+    times: dict[str, list[float]] = result["times"]  # type: ignore[assignment]
+    counters: dict[str, list[dict[str, float]]] = result["counters"]  # type: ignore[assignment]
+    cpu: dict[str, list[float]] = result["cpu"]  # type: ignore[assignment]
+    ratios: list[float] = result["ratios"]  # type: ignore[assignment]
+    md, me, ratio = median(times["default"]), median(times["empty"]), median(ratios)
+    cd, ce = median(cpu["default"]), median(cpu["empty"])
+    verdict = "meets" if ratio <= TARGET else "misses"
+    lines = [
+        "`python benchmarks/synth.py --rounds N`: wall time of `cdk synth --no-notices -q -o <fresh dir>`, the default "
+        "app (default `hyperpod.yaml`: one endpoint, kubectl delivery, cdk-nag on) against an empty CDK app (one empty "
+        "`Stack`, same venv, CLI, flags and feature flags), interleaved in alternating order after one untimed "
+        f"warm-up each. Machine: {machine()}; {tool_versions()}. {rounds} rounds; medians.",
+        "",
+        "| app | wall runs (s) | wall median (s) | CPU median (s) |",
+        "|---|---|---:|---:|",
+        f"| default app | {' / '.join(f'{t:.2f}' for t in times['default'])} | {md:.2f} | {cd:.2f} |",
+        f"| empty app | {' / '.join(f'{t:.2f}' for t in times['empty'])} | {me:.2f} | {ce:.2f} |",
+        "",
+        "CPU is user + system time of the CLI and the processes it waited for (the app, the jsii kernel); it is less "
+        "sensitive than wall time to other load on the shared cores.",
+        "",
+        f"**Ratio default / empty: {ratio:.2f}×** (median of the per-round ratios "
+        f"{' / '.join(f'{x:.2f}' for x in ratios)}; ratio of medians {md / me:.2f}×; CPU ratio {cd / ce:.2f}×). "
+        f"Target ≤ {TARGET}×: {verdict}.",
+        "",
+        "Where the time goes (median of the `performance-counters.json` that aws-cdk-lib writes during synth, seconds; "
+        "n/a: the app exited before the file was written):",
+        "",
+        "| counter | default app | empty app |",
+        "|---|---:|---:|",
+    ]
+    for key in COUNTERS:
+        lines.append(f"| `{key}` | {counter_median(counters['default'], key)} | {counter_median(counters['empty'], key)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--write", action="store_true", help="update the '## Synth time' section of BENCHMARKS.md")
+    p.add_argument("--work-dir", default=None, help="where the temporary app and output folders go")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="synth-bench-", dir=args.work_dir))
+    try:
+        result = measure(args.rounds, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    text = markdown(result, args.rounds)
+    print("## Synth time\n\n" + text)
+    if args.write:
+        update_section("Synth time", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
