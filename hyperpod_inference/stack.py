@@ -20,7 +20,7 @@ from constructs import Construct, IValidation
 
 from .charts.endpoint import EndpointChart, EndpointWiring, add_objects
 from .charts.hf_token import external_secret_objects, token_names, token_secret_ref
-from .charts.nvme_cache import NvmeCache, NvmeCachePlan, model_reader_service_account
+from .charts.nvme_cache import NvmeAgentCode, NvmeCache, NvmeCachePlan, model_reader_service_account
 from .charts.operator import OperatorChart, OperatorChartProps
 from .charts.runtimes import PRESETS
 from .config.models import Endpoint, HyperPodConfig
@@ -292,8 +292,11 @@ class HyperPodInferenceStack(cdk.Stack):
             wiring.update(certificate_arn=self.domain.certificate_arn, hosted_zone_id=self.domain.hosted_zone_id,
                           tls_output_s3_uri=self.tls_bucket.s3_uri)
         deps = list(base_deps)
+        support_deps = list(base_deps)
+        if plan is not None:
+            support_deps.append(self._agent_code_unit(endpoint.namespace, base_deps))
         if support_objs or plan is not None:
-            support = self.add_chart(f"{name}-support", depends_on=base_deps)
+            support = self.add_chart(f"{name}-support", depends_on=support_deps)
             add_objects(support, support_objs)
             if plan is not None:
                 NvmeCache(support, "NvmeCache", plan=plan)
@@ -318,6 +321,13 @@ class HyperPodInferenceStack(cdk.Stack):
                 f"hyperpod-inference:fullCapture:{name}",
                 f"endpoints {endpoint.namespace}/{endpoint.name}: modelPod capture samples 100% of requests with no "
                 "payload cap (maxPayloadSizeKB); every full request and response is stored")
+
+    def _agent_code_unit(self, namespace: str, depends_on: list[str]) -> str:
+        """The namespace's shared NVMe agent code chart (created once), by unit name."""
+        name = f"{namespace}-nvme-agent-code"
+        if not any(u.name == name for u in self.units):
+            NvmeAgentCode(self.add_chart(name, depends_on=depends_on), "AgentCode", namespace=namespace)
+        return name
 
     # ------------------------------------------------------------------------------------------------ apply
     def _apply(self) -> None:

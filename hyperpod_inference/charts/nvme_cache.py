@@ -31,6 +31,7 @@ CACHE_ROOT_VOLUME = "nvme-cache-root"
 AGENT_CODE_VOLUME = "nvme-agent-code"
 AGENT_TMP_VOLUME = "nvme-agent-tmp"
 FSX_SOURCE_VOLUME = "nvme-fsx-source"
+AGENT_CODE_CONFIGMAP = "nvme-agent-code"  # one per namespace, shared by every endpoint's agents there
 TOKEN_VOLUME = "nvme-hf-token"
 TOKEN_MOUNT = "/var/run/secrets/hf-token"
 
@@ -145,7 +146,7 @@ class NvmeCachePlan:
             {"name": self.endpoint.weight_cache.volume_name,
              "hostPath": {"path": self.model_host_path, "type": "DirectoryOrCreate"}},
             {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": self.host_root, "type": "DirectoryOrCreate"}},
-            {"name": AGENT_CODE_VOLUME, "configMap": {"name": self.configmap_name, "items": self._code_items()}},
+            {"name": AGENT_CODE_VOLUME, "configMap": {"name": AGENT_CODE_CONFIGMAP, "items": _code_items()}},
             {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
             *_source_mounts(self.endpoint)[0],
             *_token_volume(self.token),
@@ -170,8 +171,6 @@ class NvmeCachePlan:
             ],
         },)
 
-    def _code_items(self) -> list[dict[str, str]]:
-        return [{"key": k, "path": k} for k in sorted(agent_source_files())]
 
     def config_hash(self) -> str:
         digest = hashlib.sha256(json.dumps({"spec": self.spec, "code": agent_source_files(),
@@ -180,7 +179,7 @@ class NvmeCachePlan:
 
 
 class NvmeCache(Construct):
-    """The agent ConfigMap and the warm-cache DaemonSet for one endpoint, in the endpoint's namespace (it reads that
+    """The models ConfigMap and the warm-cache DaemonSet for one endpoint (the code comes from ``NvmeAgentCode``), in the endpoint's namespace (it reads that
     namespace's token Secret and nothing else)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, plan: NvmeCachePlan) -> None:
@@ -188,10 +187,9 @@ class NvmeCache(Construct):
         ep = plan.endpoint
         ns = ep.namespace
         labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": ep.name}
-        data = dict(agent_source_files())
-        data[MODELS_FILE] = json.dumps([plan.spec], indent=1, sort_keys=True)
-        self.config_map = kplus.ConfigMap(self, "AgentCode", metadata=cdk8s.ApiObjectMetadata(
-            name=plan.configmap_name, namespace=ns, labels=labels), data=data, immutable=False)
+        self.config_map = kplus.ConfigMap(self, "Models", metadata=cdk8s.ApiObjectMetadata(
+            name=plan.configmap_name, namespace=ns, labels=labels),
+            data={MODELS_FILE: json.dumps([plan.spec], indent=1, sort_keys=True)})
 
         models_path = f"/etc/nvme-agent/{MODELS_FILE}"
         command = ["python3", "-m", "nvme_agent"]
@@ -218,7 +216,7 @@ class NvmeCache(Construct):
             "containers": [container],
             "volumes": [
                 {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": plan.host_root, "type": "DirectoryOrCreate"}},
-                {"name": AGENT_CODE_VOLUME, "configMap": {"name": plan.configmap_name, "items": plan._code_items()}},
+                {"name": AGENT_CODE_VOLUME, "configMap": {"name": AGENT_CODE_CONFIGMAP, "items": _code_items()}},
                 {"name": "models", "configMap": {"name": plan.configmap_name,
                                                  "items": [{"key": MODELS_FILE, "path": MODELS_FILE}]}},
                 {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
@@ -256,6 +254,21 @@ class NvmeCache(Construct):
                                                                  namespace=ns, labels=labels),
             selector=kplus.Pods.select(self, "AgentPods", labels=selector),
             ingress=kplus.NetworkPolicyTraffic(default=kplus.NetworkPolicyTrafficDefault.DENY))
+
+
+def _code_items() -> list[dict[str, str]]:
+    return [{"key": k, "path": k} for k in sorted(agent_source_files())]
+
+
+class NvmeAgentCode(Construct):
+    """The agent's code as one ConfigMap per namespace (``nvme-agent-code``), shared by the DaemonSets and init
+    containers of every daemonset-cached endpoint there, so a template carries the code once per namespace."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, namespace: str) -> None:
+        super().__init__(scope, construct_id)
+        self.config_map = kplus.ConfigMap(self, "Code", metadata=cdk8s.ApiObjectMetadata(
+            name=AGENT_CODE_CONFIGMAP, namespace=namespace,
+            labels={**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent"}), data=agent_source_files())
 
 
 def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> dict[str, Any]:

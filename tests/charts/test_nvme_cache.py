@@ -9,7 +9,7 @@ import cdk8s
 import yaml
 
 from hyperpod_inference.charts.endpoint import SecretRef
-from hyperpod_inference.charts.nvme_cache import NvmeCache, NvmeCachePlan
+from hyperpod_inference.charts.nvme_cache import AGENT_CODE_CONFIGMAP, NvmeAgentCode, NvmeCache, NvmeCachePlan
 from hyperpod_inference.config import parse_config
 from hyperpod_inference.nvme_agent import agent_source_files, model_relative_dir
 from tests.k8s_validation import k8s_errors
@@ -37,10 +37,17 @@ def synth(plan):
 def test_configmap_holds_exactly_the_agent_code_the_pods_run():
     plan = plan_for()
     objs = synth(plan)
-    data = objs["ConfigMap"]["data"]
-    assert {k: v for k, v in data.items() if k != "models.json"} == agent_source_files()
-    assert json.loads(data["models.json"]) == [plan.spec]
+    assert json.loads(objs["ConfigMap"]["data"]["models.json"]) == [plan.spec]
+    assert set(objs["ConfigMap"]["data"]) == {"models.json"}  # the code is shared per namespace
+    chart = cdk8s.Chart(cdk8s.App(), "code", disable_resource_name_hashes=True)
+    NvmeAgentCode(chart, "Code", namespace="inference")
+    (code,) = chart.to_json()
+    assert code["metadata"] == {"name": AGENT_CODE_CONFIGMAP, "namespace": "inference",
+                                "labels": {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk",
+                                           "app.kubernetes.io/name": "nvme-agent"}}
+    assert code["data"] == agent_source_files() and k8s_errors(code, "1.28") == []
     code_volume = next(v for v in plan.volumes() if v["name"] == "nvme-agent-code")
+    assert code_volume["configMap"]["name"] == AGENT_CODE_CONFIGMAP
     assert [i["key"] for i in code_volume["configMap"]["items"]] == sorted(agent_source_files())
     init = plan.init_containers()[0]
     assert init["command"][:4] == ["python3", "-m", "nvme_agent", "ensure"]

@@ -34,7 +34,8 @@ def test_synth_passes_cdk_nag_and_writes_one_file_per_chart(synth):
     # THEN app.synth() did not raise (a cdk-nag finding would), and each chart has its file
     assert set(synth.manifests) == {
         "namespaces", "inference-qwen-chat-support", "inference-qwen-chat", "research-llama-s3",
-        "research-mistral-tgi", "research-llama-nvme-support", "research-llama-nvme", "research-llama-js"}
+        "research-mistral-tgi", "research-llama-nvme-support", "research-llama-nvme", "research-llama-js",
+        "inference-nvme-agent-code", "research-nvme-agent-code"}
 
 
 def test_files_delivery_applies_nothing_and_manifests_hold_no_tokens(synth):

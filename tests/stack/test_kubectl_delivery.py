@@ -215,3 +215,12 @@ def test_private_api_endpoint_runs_the_kubectl_handler_in_the_subnets(tmp_path):
     handler = [r for r in json.loads(nested[0].read_text())["Resources"].values()
                if r["Type"] == "AWS::Lambda::Function" and "VpcConfig" in r["Properties"]]
     assert handler and "subnet-0123456789abcdef0" in json.dumps(handler[0]["Properties"]["VpcConfig"])
+
+
+def test_agent_code_is_applied_once_per_namespace_before_the_endpoints_that_use_it(default):
+    t = default.template
+    code = logical_of(default, default.stack.manifest_resources["inference-nvme-agent-code"])
+    support = logical_of(default, default.stack.manifest_resources["inference-qwen-chat-support"])
+    assert code in closure(t, support)
+    bodies = [json.dumps(r["Properties"]["Manifest"]) for r in default.resources(KUBE).values()]
+    assert sum("def agent_source_files" in b for b in bodies) == 1
