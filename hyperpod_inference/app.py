@@ -38,8 +38,15 @@ def build(app: cdk.App, config_path: str, *, stack_name: str = "HyperPodInferenc
     return HyperPodInferenceStack(app, stack_name, config=config)
 
 
+def builtin_validation_requested() -> bool:
+    """aws-cdk-lib's built-in CloudFormation validator costs most of a synth (a WASM engine) and repeats what
+    cfn-lint checks in this project's tests, so the app turns it off unless ``-c cfnValidation=true``."""
+    context = json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}")
+    return str(context.get("cfnValidation", "false")).lower() == "true"
+
+
 def main() -> int:
-    app = cdk.App()
+    app = cdk.App(builtin_cloud_formation_validation=builtin_validation_requested())
     config_path = app.node.try_get_context("config") or "hyperpod.yaml"
     stack_name = app.node.try_get_context("stackName") or "HyperPodInference"
     try:
