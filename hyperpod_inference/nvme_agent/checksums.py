@@ -1,11 +1,16 @@
 """Streaming file checksums (stdlib only). Memory use is one read buffer per call.
 
+The same digests can be computed while a file is being written (:class:`StreamHasher`), so a download need not
+read the file back.
+
 Algorithms (the ``algo`` of a manifest entry):
 
 - ``md5``: hex MD5 (S3 ETag of a single-part, non-KMS object).
 - ``s3-multipart-md5``: the S3 multipart ETag ``md5(md5(part1)+...+md5(partN))-N``; needs the part size, which the
   agent reads from ``HeadObject(PartNumber=1)``. Every AWS SDK/CLI uploader uses equal parts (except the last), which
   is what this check assumes.
+- ``s3-composite``: an S3 composite (per-part) additional checksum of a multipart object, ``base`` one of ``crc32``,
+  ``sha1``, ``sha256``: ``base64(base(digest1+...+digestN))-N`` over the parts' raw digests (part size as above).
 - ``sha256`` / ``sha1`` / ``crc32``: S3 additional checksums (base64 of the big-endian digest), or, for ``sha256``
   in hex, the Hub's LFS sha256.
 - ``git-sha1``: the git blob id the Hub reports for non-LFS files: ``sha1(b"blob <size>\\0" + content)``.
@@ -33,54 +38,108 @@ def _read_chunks(path: str, size: int = _BUF):
             yield view[:n]
 
 
+class _Crc32:
+    def __init__(self):
+        self.crc = 0
+
+    def update(self, data) -> None:
+        self.crc = zlib.crc32(data, self.crc)
+
+
+class StreamHasher:
+    """Incremental form of :func:`compute` for the sequential algorithms: feed the bytes in file order with
+    ``update`` (large buffers: hashlib and zlib release the GIL), then ``value()`` is what ``compute`` would return.
+    ``s3-multipart-md5`` is per part: hash each part with ``StreamHasher("md5")`` and join with :func:`multipart_md5`.
+    """
+
+    SEQUENTIAL = ("md5", "sha256", "sha1", "crc32", "git-sha1")
+
+    def __init__(self, algo: str, params: dict | None = None, size: int | None = None):
+        if algo not in self.SEQUENTIAL:
+            raise ValueError(f"no streaming form of checksum algorithm {algo!r}")
+        self.algo = algo
+        self.params = params or {}
+        if algo == "crc32":
+            self._h = _Crc32()
+        elif algo == "git-sha1":
+            if size is None:
+                raise ValueError("git-sha1 needs the size up front")
+            self._h = hashlib.sha1(usedforsecurity=False)
+            self._h.update(b"blob %d\0" % size)
+        elif algo == "md5":
+            self._h = hashlib.md5(usedforsecurity=False)
+        else:
+            self._h = hashlib.new(algo)
+        self.update = self._h.update
+
+    def digest(self) -> bytes:
+        return self._h.crc.to_bytes(4, "big") if self.algo == "crc32" else self._h.digest()
+
+    def value(self) -> str:
+        if self.algo == "crc32":
+            return base64.b64encode(self.digest()).decode()
+        if self.algo in ("sha256", "sha1") and self.params.get("encoding") == "base64":
+            return base64.b64encode(self._h.digest()).decode()
+        return self._h.hexdigest()
+
+
+def multipart_md5(part_digests: list[bytes]) -> str:
+    """The S3 multipart ETag from the raw MD5 digests of the parts, in order."""
+    return f"{hashlib.md5(b''.join(part_digests), usedforsecurity=False).hexdigest()}-{len(part_digests)}"
+
+
 def compute(path: str, algo: str, params: dict | None = None) -> str:
     """Compute the checksum ``algo`` of the file at ``path`` in the encoding the source uses."""
     params = params or {}
-    if algo == "md5":
-        h = hashlib.md5(usedforsecurity=False)
+    if algo in StreamHasher.SEQUENTIAL:
+        h = StreamHasher(algo, params, size=os.path.getsize(path))
         for chunk in _read_chunks(path):
             h.update(chunk)
-        return h.hexdigest()
-    if algo == "git-sha1":
-        h = hashlib.sha1(usedforsecurity=False)
-        h.update(b"blob %d\0" % os.path.getsize(path))
-        for chunk in _read_chunks(path):
-            h.update(chunk)
-        return h.hexdigest()
-    if algo in ("sha256", "sha1"):
-        h = hashlib.new(algo)
-        for chunk in _read_chunks(path):
-            h.update(chunk)
-        return base64.b64encode(h.digest()).decode() if params.get("encoding") == "base64" else h.hexdigest()
-    if algo == "crc32":
-        crc = 0
-        for chunk in _read_chunks(path):
-            crc = zlib.crc32(chunk, crc)
-        return base64.b64encode(crc.to_bytes(4, "big")).decode()
+        return h.value()
     if algo == "s3-multipart-md5":
-        part_size = int(params["partSize"])
-        digests = []
-        with open(path, "rb", buffering=0) as fh:
-            while True:
-                h = hashlib.md5(usedforsecurity=False)
-                remaining = part_size
-                got = 0
-                while remaining:
-                    chunk = fh.read(min(_BUF, remaining))
-                    if not chunk:
-                        break
-                    h.update(chunk)
-                    got += len(chunk)
-                    remaining -= len(chunk)
-                if not got:
-                    break
-                digests.append(h.digest())
-        return f"{hashlib.md5(b''.join(digests), usedforsecurity=False).hexdigest()}-{len(digests)}"
+        return multipart_md5(_part_digests(path, int(params["partSize"]), "md5"))
+    if algo == "s3-composite":
+        return composite(params["base"], _part_digests(path, int(params["partSize"]), params["base"]))
     raise ValueError(f"unknown checksum algorithm {algo!r}")
 
 
-def matches(path: str, entry: dict) -> bool:
-    """True iff the file exists, has the manifest size and (unless ``algo`` is ``size``) the manifest checksum."""
+def _part_digests(path: str, part_size: int, base: str) -> list[bytes]:
+    digests = []
+    with open(path, "rb", buffering=0) as fh:
+        buf = bytearray(min(_BUF, part_size))
+        view = memoryview(buf)
+        while True:
+            h = StreamHasher(base)
+            remaining = part_size
+            got = 0
+            while remaining:
+                n = fh.readinto(view[:min(len(buf), remaining)])
+                if not n:
+                    break
+                h.update(view[:n])
+                got += n
+                remaining -= n
+            if not got:
+                break
+            digests.append(h.digest())
+    return digests
+
+
+def composite(base: str, part_digests: list[bytes]) -> str:
+    """An S3 composite (per-part) additional checksum: ``base64(base(d1 + ... + dN))-N`` over the parts' raw
+    digests."""
+    h = StreamHasher(base)
+    h.update(b"".join(part_digests))
+    return f"{base64.b64encode(h.digest()).decode()}-{len(part_digests)}"
+
+
+def matches(path: str, entry: dict, computed: str | None = None) -> bool:
+    """True iff the file exists, has the manifest size and (unless ``algo`` is ``size``) the manifest checksum.
+
+    ``computed`` is the checksum the transfer already computed over exactly the bytes it wrote to ``path`` (in
+    ``entry``'s algorithm and encoding); when given, the file is not read again. An entry whose checksum value is
+    not known (``None``) never matches.
+    """
     try:
         if os.path.getsize(path) != entry["size"]:
             return False
@@ -89,5 +148,7 @@ def matches(path: str, entry: dict) -> bool:
     checksum = entry.get("checksum") or {"algo": "size"}
     if checksum["algo"] == "size":
         return True
-    actual = compute(path, checksum["algo"], checksum)
+    if checksum.get("value") is None:
+        return False
+    actual = computed if computed is not None else compute(path, checksum["algo"], checksum)
     return actual == checksum["value"]

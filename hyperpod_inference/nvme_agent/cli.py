@@ -1,7 +1,8 @@
 """Command line: ``python -m nvme_agent {ensure,warm,check,verify,lease} ...``.
 
-Exit codes: 0 ok; 1 error (or: check says not ready); 2 usage; 3 a required Python module is missing;
-4 not enough disk space even after eviction; 5 checksum verification failed (verify: corrupt, marker removed).
+Exit codes: 0 ok; 1 error (or: check says not ready; or a ``local`` source path that does not exist); 2 usage
+(bad spec, e.g. a relative ``local`` path); 3 a required Python module is missing; 4 not enough disk space even
+after eviction; 5 checksum verification failed (verify: corrupt, marker removed).
 """
 
 from __future__ import annotations
@@ -62,8 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds a lease stays active after its last touch (default 600)")
     common.add_argument("--concurrency", type=int, default=None,
                         help="parallel requests (S3 ranged GETs, default 16; Hub files, default 8)")
-    common.add_argument("--chunk-size", type=int, default=None, help="S3 ranged GET size in bytes (default 64 MiB)")
-    common.add_argument("--max-io-queue", type=int, default=None, help="S3 transfer manager IO queue length")
+    common.add_argument("--chunk-size", type=int, default=None,
+                        help="S3 ranged GET size in bytes for objects without a per-part checksum (default 64 MiB; "
+                             "multipart objects are fetched one part per GET)")
+    common.add_argument("--max-io-queue", type=int, default=None,
+                        help="IO queue length of the s3transfer downloader (NVME_AGENT_S3_TRANSFER=s3transfer)")
     common.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
 
     parser = argparse.ArgumentParser(prog="nvme_agent", description="Materialize model weights on node-local NVMe.")

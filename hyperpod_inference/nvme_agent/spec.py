@@ -4,6 +4,7 @@ A spec is a JSON object, one of::
 
     {"source": "s3", "bucket": "my-bucket", "prefix": "qwen/", "region": "us-west-2"}
     {"source": "huggingface", "modelId": "org/model", "revision": "<40-hex commit sha or main>"}
+    {"source": "local", "path": "/fsx/models/llama"}    (a directory on the node, e.g. an FSx mount)
 
 The cache directory of a model under the cache root is ``<source-key>/<revision>``. Both parts are DNS-label and
 file-name safe (``[a-z0-9-]``, at most 63 characters each). When turning the source into a slug loses information
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import re
 
 S3 = "s3"
 HUGGINGFACE = "huggingface"
-SOURCES = (S3, HUGGINGFACE)
+LOCAL = "local"
+SOURCES = (S3, HUGGINGFACE, LOCAL)
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
@@ -77,6 +80,14 @@ def normalize_spec(spec: dict | str) -> dict:
         if not isinstance(revision, str) or ".." in revision:
             raise SpecError("huggingface 'revision' must be a commit sha or a branch/tag name")
         return {"source": HUGGINGFACE, "modelId": model_id, "revision": revision}
+    if source == LOCAL:
+        path = spec.get("path")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise SpecError("local model spec needs an absolute 'path' (a directory on the node)")
+        path = posixpath.normpath(path)
+        if path == "/":
+            raise SpecError("local model 'path' must not be the root directory")
+        return {"source": LOCAL, "path": path}
     raise SpecError(f"model spec 'source' must be one of {list(SOURCES)}, got {source!r}")
 
 
@@ -91,15 +102,17 @@ def source_key(spec: dict | str) -> str:
         prefix = s["prefix"].rstrip("/")
         identity = f"s3://{s['bucket']}/{s['prefix']}"
         return _label("s3", [s["bucket"], prefix] if prefix else [s["bucket"]], identity)
+    if s["source"] == LOCAL:
+        return _label("local", s["path"].strip("/").split("/"), f"local://{s['path']}")
     org, _, name = s["modelId"].rpartition("/")
     identity = f"hf://{s['modelId']}"
     return _label("hf", [org, name] if org else [name], identity)
 
 
 def revision_label(spec: dict | str) -> str:
-    """``latest`` for S3; the commit sha for a pinned Hub model, else the slugged branch/tag (``main``)."""
+    """``latest`` for S3 and local; the commit sha for a pinned Hub model, else the slugged branch/tag (``main``)."""
     s = normalize_spec(spec)
-    if s["source"] == S3:
+    if s["source"] in (S3, LOCAL):
         return "latest"
     rev = s["revision"]
     if is_commit_sha(rev):
@@ -113,5 +126,5 @@ def model_relative_dir(spec: dict | str) -> str:
 
 
 def required_modules(spec: dict | str) -> list[str]:
-    """Python modules the agent needs to download this spec."""
-    return ["boto3"] if normalize_spec(spec)["source"] == S3 else ["huggingface_hub"]
+    """Python modules the agent needs to download this spec (none for a local directory)."""
+    return {S3: ["boto3"], HUGGINGFACE: ["huggingface_hub"], LOCAL: []}[normalize_spec(spec)["source"]]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import collections
 import json
 import os
 import urllib.parse
+import zlib
 
 import pytest
 from boto3.s3.transfer import TransferConfig
 
-from hyperpod_inference.nvme_agent import cache, model_relative_dir, s3_source
+from hyperpod_inference.nvme_agent import cache, checksums, model_relative_dir, s3_source
 
 from .conftest import free_port, run_agent
 
@@ -52,7 +54,9 @@ def s3_gets(monkeypatch):
     return counts
 
 
-def test_cold_download_replaces_empty_dir_and_records_checksums(s3, bucket, tmp_path):
+@pytest.mark.parametrize("transfer", ["stream", "s3transfer"])
+def test_cold_download_replaces_empty_dir_and_records_checksums(s3, bucket, tmp_path, transfer):
+    # (both downloaders: the default streaming one and boto3's classic transfer manager)
     # GIVEN a model in S3: a single-part object, one with an additional SHA256 checksum, and a multipart object
     files = put_model(s3, bucket)
     s3.put_object(Bucket=bucket, Key="qwen/generation_config.json", Body=b"{}", ChecksumAlgorithm="SHA256")
@@ -68,7 +72,8 @@ def test_cold_download_replaces_empty_dir_and_records_checksums(s3, bucket, tmp_
     final.mkdir(parents=True)
 
     # WHEN the agent ensures the model
-    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec), env=os.environ.copy())
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec),
+                       env=dict(os.environ, NVME_AGENT_S3_TRANSFER=transfer))
 
     # THEN it prints the model dir, every file is there byte for byte, and the model is marked complete
     assert result.returncode == 0, result.stderr
@@ -212,3 +217,153 @@ def test_python_m_nvme_agent_runs_from_a_copy_of_agent_source_files(s3, bucket, 
     # THEN it downloads the model
     assert result.returncode == 0, result.stderr
     assert open(os.path.join(result.stdout.strip(), "config.json"), "rb").read() == files["config.json"]
+
+
+def put_mixed_model(s3, bucket, tmp_path, prefix="mix/"):
+    """A single-part object (MD5 ETag), one with a full-object SHA256, and a 3-part multipart object."""
+    files = {"config.json": b'{"a": 1}', "generation_config.json": os.urandom(70_000)}
+    s3.put_object(Bucket=bucket, Key=prefix + "config.json", Body=files["config.json"])
+    s3.put_object(Bucket=bucket, Key=prefix + "generation_config.json", Body=files["generation_config.json"],
+                  ChecksumAlgorithm="SHA256")
+    big = os.urandom(12 * MiB + 5)
+    (tmp_path / "big").write_bytes(big)
+    s3.upload_file(str(tmp_path / "big"), bucket, prefix + "w.safetensors",
+                   Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
+    files["w.safetensors"] = big
+    return files
+
+
+@pytest.fixture
+def no_read_back(monkeypatch):
+    """Fails the test if a file is hashed by reading it back (checksums.compute)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"file read back for verification: {args}")
+
+    monkeypatch.setattr(checksums, "compute", refuse)
+
+
+def test_streaming_download_verifies_in_flight_without_reading_files_back(s3, bucket, tmp_path, no_read_back):
+    # GIVEN objects verified by MD5 ETag, full-object SHA256 and multipart ETag
+    files = put_mixed_model(s3, bucket, tmp_path)
+    spec = spec_of(bucket, "mix/")
+
+    # WHEN the agent downloads them while reading a file back for hashing would fail
+    final = cache.ensure(str(tmp_path / "nvme"), spec, cache.Options(chunk_size=4 * MiB))
+
+    # THEN the model is complete and correct: every checksum was computed while streaming
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]}
+    assert algos == {"config.json": "md5", "generation_config.json": "sha256", "w.safetensors": "s3-multipart-md5"}
+    assert not [n for n in os.listdir(final) if n.endswith(".download")]
+
+
+def test_bytes_corrupted_in_flight_are_detected_and_fetched_again(s3, bucket, tmp_path, s3_gets, monkeypatch,
+                                                                  no_read_back):
+    # GIVEN a transport that flips one bit in the first chunk it delivers of the multipart object
+    import botocore.response
+
+    files = put_mixed_model(s3, bucket, tmp_path)
+    original = botocore.response.StreamingBody.read
+    flipped = []
+
+    def corrupting_read(self, amt=None):
+        data = original(self, amt)
+        if data and not flipped and len(data) > 100 and self._content_length and int(self._content_length) >= MiB:
+            flipped.append(True)
+            data = data[:50] + bytes([data[50] ^ 1]) + data[51:]
+        return data
+
+    monkeypatch.setattr(botocore.response.StreamingBody, "read", corrupting_read)
+
+    # WHEN the agent downloads the model
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "mix/"))
+
+    # THEN the in-flight checksum caught it: that file alone was fetched again (3 parts, twice), and it is correct
+    assert flipped
+    assert s3_gets["w.safetensors"] == 6
+    assert s3_gets["config.json"] == 1
+    assert open(os.path.join(final, "w.safetensors"), "rb").read() == files["w.safetensors"]
+
+
+def test_persistent_corruption_fails_with_exit_5_and_marks_nothing(s3, bucket, tmp_path, monkeypatch):
+    # GIVEN a transport that corrupts every response
+    import botocore.response
+
+    put_model(s3, bucket)
+    original = botocore.response.StreamingBody.read
+
+    def corrupting_read(self, amt=None):
+        data = original(self, amt)
+        return bytes([data[0] ^ 1]) + data[1:] if data else data
+
+    monkeypatch.setattr(botocore.response.StreamingBody, "read", corrupting_read)
+
+    # WHEN the agent ensures the model THEN verification fails after the retries, nothing is complete or left over
+    with pytest.raises(cache.VerificationFailed):
+        cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
+    assert cache.VerificationFailed.exit_code == 5
+    assert not list((tmp_path / "nvme").rglob(".complete"))
+    assert not list((tmp_path / "nvme").rglob("*.download"))
+
+
+def test_broken_stream_is_resumed_by_fetching_the_range_again(s3, bucket, tmp_path, s3_gets, monkeypatch):
+    # GIVEN a connection that breaks once in the middle of a response
+    import botocore.exceptions
+    import botocore.response
+
+    files = put_model(s3, bucket)
+    original = botocore.response.StreamingBody.read
+    calls = []
+
+    def breaking_read(self, amt=None):
+        data = original(self, amt)
+        calls.append(1)
+        if len(calls) == 2:
+            raise botocore.exceptions.ResponseStreamingError(error="connection reset by peer")
+        return data
+
+    monkeypatch.setattr(botocore.response.StreamingBody, "read", breaking_read)
+
+    # WHEN the agent downloads with small reads (so the break happens mid-file)
+    monkeypatch.setenv("NVME_AGENT_S3_IO_CHUNK_SIZE", "65536")
+    monkeypatch.setenv("NVME_AGENT_S3_MAX_CONCURRENCY", "1")
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
+
+    # THEN the broken range was requested once more and every file is correct
+    assert sum(s3_gets.values()) == len(files) + 1
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+
+
+def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, monkeypatch):
+    # GIVEN a KMS-encrypted multipart object (its ETag is no MD5) with a composite CRC32 of 3 parts of 4 MiB
+    data = os.urandom(10 * MiB)
+    parts = [data[i:i + 4 * MiB] for i in range(0, len(data), 4 * MiB)]
+    part_crcs = b"".join(zlib.crc32(p).to_bytes(4, "big") for p in parts)
+    value = base64.b64encode(zlib.crc32(part_crcs).to_bytes(4, "big")).decode() + "-3"
+    head = {"ETag": '"0123456789abcdef0123456789abcdef-3"', "ServerSideEncryption": "aws:kms",
+            "ChecksumCRC32": value, "ChecksumType": "COMPOSITE", "ContentLength": len(data)}
+
+    class PartClient:
+        def head_object(self, **kw):
+            assert kw["PartNumber"] == 1
+            return {"ContentLength": 4 * MiB}
+
+    # WHEN the agent picks the checksum THEN it is the composite CRC32 with the part size (not just the size)
+    checksum = s3_source._checksum_for(PartClient(), "b", "k", head)
+    assert checksum == {"algo": "s3-composite", "base": "crc32", "value": value, "partSize": 4 * MiB}
+    # AND reading the file back (verify) computes the same value, and a changed byte does not
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    assert checksums.matches(str(path), {"size": len(data), "checksum": checksum})
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    assert not checksums.matches(str(path), {"size": len(data), "checksum": checksum})
+    # AND the streaming downloader hashes one range per part and combines them to the same value
+    settings = s3_source.TransferSettings(chunk_size=MiB)
+    job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": checksum}, str(tmp_path),
+                             settings)
+    assert job.ranges == [(0, 4 * MiB), (4 * MiB, 8 * MiB), (8 * MiB, 10 * MiB)]
+    for (start, end), hasher in zip(job.ranges, job.hashers, strict=True):
+        hasher.update(data[start:end])
+    assert job.computed() == value

@@ -1,0 +1,149 @@
+"""The `local` source: a directory on the node (e.g. an FSx mount) copied into the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from hyperpod_inference.nvme_agent import cache, model_relative_dir, required_modules
+
+from .conftest import run_agent
+
+
+def make_tree(base):
+    files = {
+        "config.json": b'{"model_type": "llama"}',
+        "tokenizer/tokenizer.json": os.urandom(5000),
+        "model-00001.safetensors": os.urandom(3 * 1024 * 1024 + 17),
+        "empty.txt": b"",
+    }
+    for rel, data in files.items():
+        path = base / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return files
+
+
+def spec_of(path):
+    return {"source": "local", "path": str(path)}
+
+
+def test_spec_layout_and_no_required_modules():
+    # GIVEN/WHEN a local spec THEN it lives under local--<path-slug>/latest and needs no third-party module
+    assert model_relative_dir({"source": "local", "path": "/fsx/models/llama/"}) == "local--fsx--models--llama/latest"
+    assert model_relative_dir({"source": "local", "path": "/fsx//models/./llama"}) == "local--fsx--models--llama/latest"
+    # AND a lossy slug gets a hash, so /fsx/models-llama and /fsx/Models/llama do not collide
+    dirs = {model_relative_dir(spec_of(p)) for p in ("/fsx/models/llama", "/fsx/models-llama", "/fsx/Models/llama")}
+    assert len(dirs) == 3
+    assert required_modules({"source": "local", "path": "/fsx/x"}) == []
+
+
+def test_cold_copy_records_sha256_and_publishes_atomically(tmp_path):
+    # GIVEN a model directory tree on a (simulated) FSx mount
+    src = tmp_path / "fsx" / "models" / "llama"
+    files = make_tree(src)
+    root = tmp_path / "nvme"
+
+    # WHEN the agent ensures it (as a subprocess, like the init container)
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec_of(src)))
+
+    # THEN the tree is copied byte for byte under local--<slug>/latest and marked complete, with no leftovers
+    assert result.returncode == 0, result.stderr
+    final = root / model_relative_dir(spec_of(src))
+    assert result.stdout.strip() == str(final)
+    for rel, data in files.items():
+        assert (final / rel).read_bytes() == data
+    assert (final / ".complete").is_file()
+    assert not (final.parent / (final.name + ".partial")).exists()
+    assert not [p for p in final.rglob("*.download")]
+    # AND the manifest records each file's size and the sha256 computed during the copy
+    manifest = json.loads((final / "manifest.json").read_text())
+    assert manifest["source"] == {"source": "local", "path": str(src)}
+    assert {f["path"]: (f["size"], f["checksum"]) for f in manifest["files"]} == {
+        rel: (len(data), {"algo": "sha256", "value": hashlib.sha256(data).hexdigest()}) for rel, data in files.items()}
+    assert cache.verify(str(root), spec_of(src)) == ("ok", [])
+
+
+def test_warm_hit_does_not_read_the_source(tmp_path):
+    # GIVEN a model already complete in the cache
+    src = tmp_path / "fsx" / "m"
+    make_tree(src)
+    root = tmp_path / "nvme"
+    final = cache.ensure(str(root), spec_of(src))
+    before = cache.last_used(final)
+
+    # WHEN the source file system is gone (unmounted) and ensure runs again
+    os.rename(src, tmp_path / "fsx" / "moved")
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec_of(src)))
+
+    # THEN it is a cache hit: success, same directory, LRU timestamp updated
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == final
+    assert cache.last_used(final) >= before
+
+
+def test_verify_detects_corrupted_cache_file_and_ensure_recopies(tmp_path):
+    # GIVEN a complete local model whose weights file got corrupted on the NVMe (same size)
+    src = tmp_path / "fsx" / "m"
+    files = make_tree(src)
+    root = tmp_path / "nvme"
+    final = cache.ensure(str(root), spec_of(src))
+    path = os.path.join(final, "model-00001.safetensors")
+    with open(path, "r+b") as fh:
+        fh.seek(1234)
+        fh.write(b"\xff\x00")
+
+    # WHEN verify runs
+    result = run_agent("verify", "--cache-root", root, "--model", json.dumps(spec_of(src)))
+
+    # THEN it reports exactly that file (exit 5) and unmarks the model
+    assert result.returncode == 5, result.stderr
+    assert json.loads(result.stdout) == {"state": "corrupt", "corrupt": ["model-00001.safetensors"]}
+    assert not cache.is_complete(final)
+    # AND the next ensure copies it again and the model verifies
+    cache.ensure(str(root), spec_of(src))
+    assert open(path, "rb").read() == files["model-00001.safetensors"]
+    assert cache.verify(str(root), spec_of(src)) == ("ok", [])
+
+
+def test_missing_source_path_exits_1_and_relative_path_exits_2(tmp_path):
+    # GIVEN a spec naming a directory that does not exist (e.g. FSx not mounted yet)
+    missing = tmp_path / "fsx" / "not-there"
+
+    # WHEN the agent ensures it
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec_of(missing)))
+
+    # THEN it exits 1 (a runtime error: warm mode retries it next cycle) naming the path, and marks nothing
+    assert result.returncode == 1
+    assert f"local model path {missing} does not exist" in result.stderr
+    assert not list((tmp_path / "nvme").rglob(".complete"))
+    # AND a relative path is a bad spec: exit 2
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", '{"source": "local", "path": "fsx/m"}')
+    assert result.returncode == 2
+    assert "absolute 'path'" in result.stderr
+
+
+def test_leftover_partial_files_are_copied_again(tmp_path):
+    # GIVEN a .partial of a killed copy holding a truncated file (local sources have no checksum to resume against)
+    src = tmp_path / "fsx" / "m"
+    files = make_tree(src)
+    root = tmp_path / "nvme"
+    partial = root / (model_relative_dir(spec_of(src)) + ".partial")
+    partial.mkdir(parents=True)
+    (partial / "model-00001.safetensors").write_bytes(files["model-00001.safetensors"][:100])
+
+    # WHEN ensure runs THEN the model is complete and correct
+    final = cache.ensure(str(root), spec_of(src))
+    assert open(os.path.join(final, "model-00001.safetensors"), "rb").read() == files["model-00001.safetensors"]
+    assert cache.verify(str(root), spec_of(src)) == ("ok", [])
+
+
+@pytest.mark.parametrize("bad", ["/", 42, None])
+def test_bad_local_paths_are_spec_errors(bad):
+    from hyperpod_inference.nvme_agent import SpecError, normalize_spec
+
+    with pytest.raises(SpecError):
+        normalize_spec({"source": "local", "path": bad})
