@@ -43,6 +43,7 @@ synth: deps
 	@echo "template: $$(ls $(OUT)/*.template.json)"; echo "manifests: $$(ls $(OUT)/manifests/)"
 
 test: deps
+	$(BIN)/ruff check hyperpod_inference tests benchmarks tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: deps

@@ -37,7 +37,7 @@ class Synth:
 
     def warnings(self) -> list[str]:
         out = []
-        for path, entries in self.metadata().items():
+        for _path, entries in self.metadata().items():
             for e in entries:
                 if e.get("type") == "aws:cdk:warning":
                     out.append(json.dumps(e.get("data")))

@@ -16,9 +16,10 @@ from tests.k8s_validation import k8s_errors
 from tests.synth_helpers import DEFAULT_CONFIG
 
 BASE = yaml.safe_load(DEFAULT_CONFIG.read_text())
+TOKEN = SecretRef("hf-token", "token")
 
 
-def plan_for(model=None, token=SecretRef("hf-token", "token"), sa=None, **weight_cache):
+def plan_for(model=None, token=TOKEN, sa=None, **weight_cache):
     data = copy.deepcopy(BASE)
     ep = data["endpoints"][0]
     if model is not None:
