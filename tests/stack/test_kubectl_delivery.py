@@ -12,15 +12,23 @@ import pytest
 from aws_cdk.assertions import Template
 
 from hyperpod_inference.stack import MAX_MANIFEST_BYTES, ManifestUnit, size_problems
+from tests.k8s_validation import _strict, require_crds
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
 
 KUBE = "Custom::AWSCDK-EKS-KubernetesResource"
-CRD_ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "reference", "hyperpod-operator", "crds")
 
 
 @pytest.fixture(scope="module")
 def default(tmp_path_factory):
     return synth_config(DEFAULT_CONFIG, tmp_path_factory.mktemp("default"))
+
+
+@pytest.fixture(scope="module")
+def chart_mode(tmp_path_factory):
+    """The default app with the operator installed as a chart from the reference CRDs (cdk-nag registered)."""
+    data = load_yaml(DEFAULT_CONFIG)
+    data["operator"] = {"install": "chart", "version": "v3.3", "crdSource": str(require_crds() / "v3.3")}
+    return synth_config(data, tmp_path_factory.mktemp("chart"))
 
 
 def depends(template: dict, logical: str) -> set[str]:
@@ -151,13 +159,8 @@ def test_size_check_names_the_manifest_that_is_too_big(default):
     assert size_problems(default.stack) == []
 
 
-def test_chart_mode_orders_operator_chart_before_custom_resources(tmp_path):
-    crds = os.path.abspath(os.path.join(CRD_ROOT, "v3.3"))
-    if not os.path.isdir(crds):
-        pytest.skip("operator CRDs not found; set HYPERPOD_CRD_DIR")
-    data = load_yaml(DEFAULT_CONFIG)
-    data["operator"] = {"install": "chart", "version": "v3.3", "crdSource": crds}
-    s = synth_config(data, tmp_path / "out")
+def test_chart_mode_orders_operator_chart_before_custom_resources(chart_mode):
+    s = chart_mode
     t = s.template
     operator = logical_of(s, s.stack.manifest_resources["operator"])
     cr = logical_of(s, s.stack.manifest_resources["inference-qwen-chat"])
@@ -179,23 +182,16 @@ def test_template_size_check_names_the_template_over_one_megabyte(tmp_path):
     assert len(problems) == 1 and problems[0].startswith("template Big.template.json is ")
 
 
-def test_chart_mode_crds_have_no_descriptions_and_still_validate_the_custom_resources(tmp_path):
+def test_chart_mode_crds_have_no_descriptions_and_still_validate_the_custom_resources(chart_mode):
     import jsonschema
 
-    from tests.k8s_validation import _strict
-
-    crds = os.path.abspath(os.path.join(CRD_ROOT, "v3.3"))
-    if not os.path.isdir(crds):
-        pytest.skip("operator CRDs not found; set HYPERPOD_CRD_DIR")
-    data = load_yaml(DEFAULT_CONFIG)
-    data["operator"] = {"install": "chart", "version": "v3.3", "crdSource": crds}
-    s = synth_config(data, tmp_path / "out", nag=False)
+    s = chart_mode
     shipped = [o for o in s.manifests["operator"] if o["kind"] == "CustomResourceDefinition"]
     assert shipped and '"description"' not in json.dumps([c["spec"]["versions"] for c in shipped])
     iec = next(c for c in shipped if c["spec"]["names"]["kind"] == "InferenceEndpointConfig")
     schema = _strict(next(v for v in iec["spec"]["versions"] if v["name"] == "v1")["schema"]["openAPIV3Schema"])
     cr = s.manifests["inference-qwen-chat"][0]
-    body = {k: v for k, v in cr.items() if k != "metadata"}
+    body = json.loads(json.dumps({k: v for k, v in cr.items() if k != "metadata"}))  # a copy: the fixture is shared
     # placeholders (<...>) stand where CloudFormation fills in the certificate and zone; give concrete values
     body["spec"]["tlsConfig"]["customCertificateConfig"]["acmArn"] = "arn:aws:acm:us-west-2:111122223333:certificate/0a1b"
     body["spec"]["dnsConfig"]["hostedZoneId"] = "Z0123ABC"
