@@ -153,9 +153,11 @@ def test_size_check_names_the_manifest_that_is_too_big(default):
     default.stack.units.append(ManifestUnit("oversized", chart))
     try:
         problems = size_problems(default.stack)
+        at_synth = default.stack.node.validate()  # what app.synth() runs: it fails on any of these
     finally:
         default.stack.units.pop()
     assert len(problems) == 1 and problems[0].startswith("manifest 'oversized' is ")
+    assert at_synth == problems
     assert size_problems(default.stack) == []
 
 
