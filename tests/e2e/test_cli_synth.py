@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-CDK = REPO / "node_modules" / ".bin" / "cdk"
+from .conftest import REPO, cli_env, run_cdk
 
 pytestmark = pytest.mark.e2e
 
 
-def cdk_synth(outdir: Path, *extra: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    if not CDK.exists():
-        pytest.fail("the CDK CLI is missing: run `make test` (it installs node_modules)")
-    env = dict(os.environ)
-    env.update({"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK_DISABLE_CLI_TELEMETRY": "true",
-                "PATH": f"{Path(os.sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"})
-    env.pop("HYPERPOD_TRACEBACK", None)
-    env.update(env_extra or {})
-    return subprocess.run([str(CDK), "synth", "--no-notices", "-q", "-o", str(outdir), *extra], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
-def test_default_app_synthesizes_template_and_manifests_with_the_cli(tmp_path):
-    out = tmp_path / "cdk.out"
-    result = cdk_synth(out)
-    assert result.returncode == 0, result.stderr[-3000:]
+def test_default_app_synthesizes_template_and_manifests_with_the_cli(synth_default: Path):
+    # GIVEN the default app  WHEN `cdk synth` runs (the fixture fails the test on a non-zero exit)
+    out = synth_default
     template = json.loads((out / "HyperPodInference.template.json").read_text())
+    # THEN the template applies the manifests and the review copies are written, one file per chart
     assert any(r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" for r in template["Resources"].values())
     manifests = sorted(p.name for p in (out / "manifests").glob("*.yaml"))
     assert manifests == ["inference-nvme-agent-code.yaml", "inference-qwen-chat-support.yaml",
@@ -43,14 +28,18 @@ def test_default_app_synthesizes_template_and_manifests_with_the_cli(tmp_path):
     assert all(r["conclusion"] == "success" for r in report["pluginReports"])
 
 
-def test_config_error_exits_nonzero_with_one_readable_message_and_writes_nothing(tmp_path):
+def synth_config(config: Path, outdir: Path, **env: str):
+    return run_cdk(["synth", "-q", "-o", str(outdir), "-c", f"config={config}"], env=cli_env(**env), check=False)
+
+
+def test_config_error_exits_nonzero_with_one_readable_message_and_writes_nothing(cdk_cli, tmp_path):
     bad = yaml.safe_load((REPO / "hyperpod.yaml").read_text())
     bad["endpoints"][0]["model"]["huggingface"]["commitSHA"] = "abc"
     bad["env"]["account"] = "12"
     config = tmp_path / "bad.yaml"
     config.write_text(yaml.safe_dump(bad))
     out = tmp_path / "cdk.out"
-    result = cdk_synth(out, "-c", f"config={config}")
+    result = synth_config(config, out, HYPERPOD_TRACEBACK="")  # empty: no traceback even if the caller set one
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert f"{config}: env.account: must be a 12-digit AWS account ID" in result.stderr
@@ -59,8 +48,8 @@ def test_config_error_exits_nonzero_with_one_readable_message_and_writes_nothing
     assert written == []
 
 
-def test_traceback_only_when_asked(tmp_path):
+def test_traceback_only_when_asked(cdk_cli, tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text("apiVersion: hyperpod-inference/v1\n")
-    result = cdk_synth(tmp_path / "o", "-c", f"config={config}", env_extra={"HYPERPOD_TRACEBACK": "1"})
+    result = synth_config(config, tmp_path / "o", HYPERPOD_TRACEBACK="1")
     assert result.returncode != 0 and "Traceback" in result.stderr
