@@ -37,7 +37,7 @@ $(CDK): package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
-synth: deps
+synth: $(STAMP) $(CDK)
 	rm -rf $(OUT)
 	$(CDK) synth --no-notices -q -o $(OUT) -c config=$(CONFIG)
 	@echo "template: $$(ls $(OUT)/*.template.json)"; echo "manifests: $$(ls $(OUT)/manifests/)"
@@ -46,10 +46,10 @@ test: deps
 	$(BIN)/ruff check hyperpod_inference tests benchmarks tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: deps
+lint: $(STAMP)
 	$(BIN)/ruff check hyperpod_inference tests benchmarks
 
-schema: deps
+schema: $(STAMP)
 	$(BIN)/python -m hyperpod_inference schema
 
 # make diagram: docs/architecture.png (+ .dot) from the synth output; synthesizes first when $(OUT) is missing
