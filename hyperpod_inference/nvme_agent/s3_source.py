@@ -14,7 +14,7 @@ import posixpath
 import threading
 import uuid
 
-from .checksums import StreamHasher, composite, multipart_md5
+from .checksums import StreamHasher, composite, crc32_of_ranges, multipart_md5
 
 log = logging.getLogger("nvme_agent")
 
@@ -58,10 +58,16 @@ def _client(spec: dict, settings: TransferSettings):
 
 
 def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
-    """Pick the strongest checksum S3 gives for this object (see checksums.py for the algorithms).
+    """Pick the checksum to verify this object with (see checksums.py for the algorithms).
 
-    S3 additional checksums are used only when they cover the whole object: single-part objects, or
-    ``ChecksumType: FULL_OBJECT``. Composite (per-part) checksums cannot be recomputed from the file.
+    Order: a full-object SHA-256 / SHA-1 additional checksum; then an S3 CRC32 additional checksum (full-object,
+    or composite per part), which catches transmission and storage corruption at a fraction of MD5's CPU cost; then
+    the MD5 ETag (single-part or multipart); then composite SHA checksums (KMS / SSE-C objects, whose ETag is no
+    MD5); else only the size. CRC32C / CRC64NVME are not used: the stdlib has no fast implementation of them.
+
+    A checksum value without a ``-N`` part count is taken as full-object only for single-part objects or with
+    ``ChecksumType: FULL_OBJECT``: on a multipart object without a ``ChecksumType`` it is ambiguous (some S3
+    implementations return a composite value without the part count) and is not used.
     """
     etag = str(head.get("ETag", "")).strip('"')
     multipart = "-" in etag
@@ -74,11 +80,6 @@ def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
     for field, algo in (("ChecksumSHA256", "sha256"), ("ChecksumSHA1", "sha1")):
         if additional(field):
             return {"algo": algo, "value": head[field], "encoding": "base64"}
-    kms_or_ssec = head.get("SSECustomerAlgorithm") or str(head.get("ServerSideEncryption", "")).startswith("aws:kms")
-    if not kms_or_ssec and len(etag) == 32 and all(c in "0123456789abcdef" for c in etag):
-        return {"algo": "md5", "value": etag}
-    if additional("ChecksumCRC32"):
-        return {"algo": "crc32", "value": head["ChecksumCRC32"], "encoding": "base64"}
     part_size_cache = []
 
     def part_size(parts: int) -> int | None:
@@ -92,17 +93,32 @@ def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
         size = part_size_cache[0]
         return size if size > 0 and -(-int(head["ContentLength"]) // size) == parts else None
 
+    def composite_of(field: str, base: str) -> dict | None:
+        if head.get("ChecksumType") == "FULL_OBJECT":
+            return None
+        value = str(head.get(field) or "")
+        digest, _, parts = value.rpartition("-")
+        if digest and parts.isdigit() and part_size(int(parts)):
+            return {"algo": "s3-composite", "base": base, "value": value, "partSize": part_size(int(parts))}
+        return None
+
+    if additional("ChecksumCRC32"):
+        return {"algo": "crc32", "value": head["ChecksumCRC32"], "encoding": "base64"}
+    crc = composite_of("ChecksumCRC32", "crc32")
+    if crc:
+        return crc
+    kms_or_ssec = head.get("SSECustomerAlgorithm") or str(head.get("ServerSideEncryption", "")).startswith("aws:kms")
+    if not kms_or_ssec and len(etag) == 32 and all(c in "0123456789abcdef" for c in etag):
+        return {"algo": "md5", "value": etag}
     if not kms_or_ssec and multipart:
         md5, _, parts = etag.partition("-")
         if len(md5) == 32 and parts.isdigit() and part_size(int(parts)):
             return {"algo": "s3-multipart-md5", "value": etag, "partSize": part_size(int(parts))}
-    # composite (per-part) additional checksums: also usable for KMS / SSE-C objects, whose ETag is no MD5
-    if head.get("ChecksumType") != "FULL_OBJECT":
-        for field, base in (("ChecksumSHA256", "sha256"), ("ChecksumSHA1", "sha1"), ("ChecksumCRC32", "crc32")):
-            value = str(head.get(field) or "")
-            digest, _, parts = value.rpartition("-")
-            if digest and parts.isdigit() and part_size(int(parts)):
-                return {"algo": "s3-composite", "base": base, "value": value, "partSize": part_size(int(parts))}
+    # composite (per-part) SHA checksums: also usable for KMS / SSE-C objects, whose ETag is no MD5
+    for field, base in (("ChecksumSHA256", "sha256"), ("ChecksumSHA1", "sha1")):
+        found = composite_of(field, base)
+        if found:
+            return found
     return {"algo": "size"}
 
 
@@ -174,6 +190,13 @@ class _FileJob:
                 self.combine = lambda: multipart_md5([h.digest() for h in self.hashers])
             else:
                 self.combine = lambda: composite(base, [h.digest() for h in self.hashers])
+        elif algo == "crc32":
+            # CRCs of ranges combine into the object's CRC: parallel ranged GETs, each range hashed in flight
+            step = max(settings.chunk_size, MiB)
+            self.ranges = [(off, min(off + step, size)) for off in range(0, size, step)]
+            self.hashers = [StreamHasher("crc32") for _ in self.ranges]
+            self.combine = lambda: crc32_of_ranges([h.digest() for h in self.hashers],
+                                                   [end - start for start, end in self.ranges])
         elif algo in StreamHasher.SEQUENTIAL and size <= settings.stream_hash_max:
             self.ranges = [(0, size)] if size else []
             self.hashers = [StreamHasher(algo, checksum, size=size)]
@@ -254,9 +277,10 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
 def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:
     """Parallel ranged GETs over all files at once, each worker writing its range at its offset and hashing it.
 
-    Range boundaries follow the object's parts when the checksum is the multipart ETag (one MD5 per part); a
-    single-part object with a sequential checksum (MD5 ETag, full-object SHA-256/SHA-1/CRC32) is one GET up to
-    ``stream_hash_max``. No file is read back to verify it, except large single-part objects.
+    Range boundaries follow the object's parts when the checksum is per part (multipart ETag: one MD5 per part;
+    composite S3 checksum); a full-object CRC32 is computed per range and the range CRCs combined; an object with
+    another sequential checksum (MD5 ETag, full-object SHA-256/SHA-1) is one GET up to ``stream_hash_max``. No file is
+    read back to verify it, except large objects of that last kind.
     """
     client = _client(spec, settings)
     bucket = spec["bucket"]

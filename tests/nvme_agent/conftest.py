@@ -54,6 +54,17 @@ def aws_env(moto_endpoint, monkeypatch, tmp_path):
 
 @pytest.fixture
 def s3(aws_env):
+    """A client that uploads objects without S3 additional checksums unless asked to (``ChecksumAlgorithm``): such
+    objects are verified by their MD5 ETag. (boto3 >= 1.36 otherwise adds a CRC32 to every upload.)"""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", region_name="us-east-1", config=Config(request_checksum_calculation="when_required"))
+
+
+@pytest.fixture
+def s3_crc(aws_env):
+    """A client with boto3's default upload behaviour: every object gets an S3 additional CRC32 checksum."""
     import boto3
 
     return boto3.client("s3", region_name="us-east-1")

@@ -82,7 +82,7 @@ def test_cold_download_replaces_empty_dir_and_records_checksums(s3, bucket, tmp_
         assert (final / name).read_bytes() == data
     assert (final / ".complete").is_file()
     assert not (final.parent / (final.name + ".partial")).exists()
-    # AND the manifest records the strongest checksum S3 offers for each object
+    # AND the manifest records the checksum used for each object (no CRC32 here: MD5 ETags and a SHA-256)
     manifest = json.loads((final / "manifest.json").read_text())
     algos = {f["path"]: f["checksum"]["algo"] for f in manifest["files"]}
     assert algos["config.json"] == "md5"
@@ -367,3 +367,166 @@ def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, m
     for (start, end), hasher in zip(job.ranges, job.hashers, strict=True):
         hasher.update(data[start:end])
     assert job.computed() == value
+
+
+def put_crc_model(s3_crc, s3, bucket, tmp_path, prefix="crc/"):
+    """Objects uploaded with boto3's default CRC32 (single-part, 3-part multipart) and one without (MD5 ETag)."""
+    files = {"config.json": b'{"b": 2}', "tokenizer.json": os.urandom(9 * MiB + 1)}
+    s3_crc.put_object(Bucket=bucket, Key=prefix + "tokenizer.json", Body=files["tokenizer.json"])
+    s3.put_object(Bucket=bucket, Key=prefix + "config.json", Body=files["config.json"])
+    big = os.urandom(12 * MiB + 5)
+    (tmp_path / "big").write_bytes(big)
+    s3_crc.upload_file(str(tmp_path / "big"), bucket, prefix + "w.safetensors",
+                       Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
+    files["w.safetensors"] = big
+    return files
+
+
+@pytest.fixture
+def composite_heads(monkeypatch):
+    """HeadObject answers for multipart objects as S3 (and SeaweedFS) give them: ``<crc32>-<parts>`` with
+    ``ChecksumType: COMPOSITE`` (moto omits both, which leaves the value ambiguous)."""
+    original = s3_source._client
+
+    def client_with_composite(spec, settings):
+        client = original(spec, settings)
+
+        def fix(parsed, **_):
+            etag = str(parsed.get("ETag", "")).strip('"')
+            if "-" in etag and parsed.get("ChecksumCRC32") and "PartsCount" not in parsed:
+                parsed["ChecksumCRC32"] += "-" + etag.rsplit("-", 1)[1]
+                parsed["ChecksumType"] = "COMPOSITE"
+
+        client.meta.events.register("after-call.s3.HeadObject", fix)
+        return client
+
+    monkeypatch.setattr(s3_source, "_client", client_with_composite)
+
+
+def test_crc32_is_preferred_over_md5_and_verified_in_flight(s3_crc, s3, bucket, tmp_path, s3_gets, composite_heads,
+                                                            no_read_back, monkeypatch):
+    # GIVEN objects carrying S3 CRC32 checksums (full-object and composite) and one that has only its MD5 ETag
+    files = put_crc_model(s3_crc, s3, bucket, tmp_path)
+
+    # WHEN the agent downloads them while reading a file back for hashing would fail
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"), cache.Options(chunk_size=4 * MiB))
+
+    # THEN every file is correct, and the manifest records CRC32 where S3 has one and MD5 where it does not
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+    checks = {f["path"]: f["checksum"] for f in cache.read_manifest(final)["files"]}
+    assert checks["tokenizer.json"]["algo"] == "crc32"
+    assert checks["tokenizer.json"]["value"] == base64.b64encode(
+        zlib.crc32(files["tokenizer.json"]).to_bytes(4, "big")).decode()
+    assert checks["w.safetensors"]["algo"] == "s3-composite"
+    assert checks["w.safetensors"]["base"] == "crc32"
+    assert checks["w.safetensors"]["value"].endswith("-3")
+    assert checks["w.safetensors"]["partSize"] == 5 * MiB
+    assert checks["config.json"]["algo"] == "md5"
+    # AND the full-object CRC32 object came in parallel ranges (3 of 4 MiB), whose CRCs were combined
+    assert s3_gets["tokenizer.json"] == 3
+    # AND verify re-hashes the files with the recorded checksums: intact, then a byte changed on disk is found
+    monkeypatch.undo()  # reading back is allowed again
+    spec = spec_of(bucket, "crc/")
+    assert cache.verify(str(tmp_path / "nvme"), spec) == ("ok", [])
+    with open(os.path.join(final, "w.safetensors"), "r+b") as fh:
+        fh.seek(7 * MiB)
+        byte = fh.read(1)
+        fh.seek(7 * MiB)
+        fh.write(bytes([byte[0] ^ 1]))
+    assert cache.verify(str(tmp_path / "nvme"), spec) == ("corrupt", ["w.safetensors"])
+
+
+def test_byte_flipped_in_crc32_verified_objects_is_caught_and_fetched_again(s3_crc, s3, bucket, tmp_path, s3_gets,
+                                                                            composite_heads, monkeypatch,
+                                                                            no_read_back):
+    # GIVEN a transport that flips one bit in the first chunk of the single-part CRC32 object and of one part of the
+    # multipart (composite CRC32) object
+    import botocore.response
+
+    files = put_crc_model(s3_crc, s3, bucket, tmp_path)
+    original = botocore.response.StreamingBody.read
+    flipped = set()
+
+    def corrupting_read(self, amt=None):
+        data = original(self, amt)
+        length = int(self._content_length or 0)
+        if data and len(data) > 100 and length in (9 * MiB + 1, 5 * MiB) and length not in flipped:
+            flipped.add(length)
+            data = data[:50] + bytes([data[50] ^ 1]) + data[51:]
+        return data
+
+    monkeypatch.setattr(botocore.response.StreamingBody, "read", corrupting_read)
+
+    # WHEN the agent downloads the model
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"))
+
+    # THEN the CRC32 checks caught both: those files alone were fetched again, and every file is correct
+    assert flipped == {9 * MiB + 1, 5 * MiB}
+    assert s3_gets["tokenizer.json"] == 2
+    assert s3_gets["w.safetensors"] == 6
+    assert s3_gets["config.json"] == 1
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]}
+    assert algos == {"config.json": "md5", "tokenizer.json": "crc32", "w.safetensors": "s3-composite"}
+
+
+def test_object_without_additional_checksum_is_verified_by_md5(s3, bucket, tmp_path, monkeypatch, no_read_back):
+    # GIVEN a single-part and a multipart object uploaded without S3 additional checksums
+    files = put_model(s3, bucket, files={"config.json": b"{}", "tokenizer.json": os.urandom(5000)})
+    big = os.urandom(11 * MiB)
+    (tmp_path / "big").write_bytes(big)
+    s3.upload_file(str(tmp_path / "big"), bucket, "qwen/w.safetensors",
+                   Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
+    files["w.safetensors"] = big
+    hashed = collections.Counter()
+    original = checksums.StreamHasher.__init__
+
+    def counting_init(self, algo, *args, **kwargs):
+        hashed[algo] += 1
+        original(self, algo, *args, **kwargs)
+
+    monkeypatch.setattr(checksums.StreamHasher, "__init__", counting_init)
+
+    # WHEN the agent downloads them
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
+
+    # THEN they were verified by MD5 (ETag / multipart ETag) and nothing else
+    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]}
+    assert algos == {"config.json": "md5", "tokenizer.json": "md5", "w.safetensors": "s3-multipart-md5"}
+    assert set(hashed) == {"md5"}
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+
+
+def test_checksum_choice_for_crc32_variants():
+    class PartClient:
+        def head_object(self, **kw):
+            return {"ContentLength": 5 * MiB}
+
+    md5 = "0123456789abcdef0123456789abcdef"
+    size = 12 * MiB
+    pick = lambda head: s3_source._checksum_for(PartClient(), "b", "k", dict(head, ContentLength=size))  # noqa: E731
+    # a single-part object's CRC32 is full-object and wins over its MD5 ETag
+    assert pick({"ETag": md5, "ChecksumCRC32": "AAAAAA=="})["algo"] == "crc32"
+    # a multipart object's FULL_OBJECT CRC32 too
+    assert pick({"ETag": md5 + "-3", "ChecksumCRC32": "AAAAAA==", "ChecksumType": "FULL_OBJECT"})["algo"] == "crc32"
+    # a composite CRC32 is checked per part
+    assert pick({"ETag": md5 + "-3", "ChecksumCRC32": "AAAAAA==-3", "ChecksumType": "COMPOSITE"}) == {
+        "algo": "s3-composite", "base": "crc32", "value": "AAAAAA==-3", "partSize": 5 * MiB}
+    # a multipart object's CRC32 without part count nor type is ambiguous: the multipart ETag is used
+    assert pick({"ETag": md5 + "-3", "ChecksumCRC32": "AAAAAA=="})["algo"] == "s3-multipart-md5"
+    # CRC32C / CRC64NVME (no fast stdlib implementation) are ignored: MD5
+    assert pick({"ETag": md5, "ChecksumCRC32C": "AAAAAA==", "ChecksumCRC64NVME": "AAAAAAAAAAA="})["algo"] == "md5"
+    # a full-object SHA-256 still comes first
+    assert pick({"ETag": md5, "ChecksumCRC32": "AAAAAA==", "ChecksumSHA256": "x="})["algo"] == "sha256"
+
+
+def test_crc32_of_ranges_equals_crc32_of_the_whole():
+    data = os.urandom(3 * 65536 + 17)
+    for cuts in ([], [1], [65536, 65537], [0, 5, 5, 100_000, len(data)]):
+        bounds = [0, *cuts, len(data)]
+        ranges = [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        value = checksums.crc32_of_ranges([zlib.crc32(r).to_bytes(4, "big") for r in ranges], [len(r) for r in ranges])
+        assert value == base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
