@@ -102,6 +102,7 @@ class HyperPodInferenceStack(cdk.Stack):
         self.manifest_resources: dict[str, eks.KubernetesManifest] = {}
         self.operator_dependencies: list[Construct] = []  # what custom resources must wait for (and outlive them)
         self.verifications: dict[str, EndpointVerification] = {}
+        self.operator_unit: ManifestUnit | None = None  # install: chart only
         self.cluster = self._import_cluster() if config.manifests.delivery == "kubectl" else None
 
         self._operator()
@@ -347,8 +348,7 @@ class HyperPodInferenceStack(cdk.Stack):
                     resource.node.add_dependency(by_name[dep].resource)
             if unit.after:
                 resource.node.add_dependency(*unit.after)
-            if unit.custom_resource and getattr(self, "operator_unit", None) is not None \
-                    and self.operator_unit.resource is not None:
+            if unit.custom_resource and self.operator_unit is not None and self.operator_unit.resource is not None:
                 resource.node.add_dependency(self.operator_unit.resource)
             by_name[unit.name] = unit
         provider = self.node.try_find_child(f"{cdk.Names.node_unique_id(self.cluster.node)}-KubectlProvider")

@@ -31,15 +31,20 @@ import zlib
 _BUF = 4 * 1024 * 1024
 
 
+def chunks_of(fh, size: int = _BUF):
+    """Chunks of an unbuffered binary file, read into one reused buffer: use each chunk before taking the next."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    while True:
+        n = fh.readinto(buf)
+        if not n:
+            return
+        yield view[:n]
+
+
 def _read_chunks(path: str, size: int = _BUF):
     with open(path, "rb", buffering=0) as fh:
-        buf = bytearray(size)
-        view = memoryview(buf)
-        while True:
-            n = fh.readinto(buf)
-            if not n:
-                return
-            yield view[:n]
+        yield from chunks_of(fh, size)
 
 
 class _Crc32:

@@ -16,6 +16,8 @@ import os
 import stat
 import uuid
 
+from .checksums import chunks_of
+
 log = logging.getLogger("nvme_agent")
 
 _BUF = 1024 * 1024
@@ -62,17 +64,12 @@ def _copy(entry: dict, dest_dir: str) -> str:
     try:
         with open(entry["src"], "rb", buffering=0) as src, open(tmp, "wb", buffering=0) as dst:
             before = os.fstat(src.fileno())
-            buf = bytearray(_BUF)
-            view = memoryview(buf)
-            while True:
-                n = src.readinto(buf)
-                if not n:
-                    break
-                h.update(view[:n])
+            for chunk in chunks_of(src, _BUF):
+                h.update(chunk)
                 written = 0
-                while written < n:
-                    written += dst.write(view[written:n])
-                copied += n
+                while written < len(chunk):
+                    written += dst.write(chunk[written:])
+                copied += len(chunk)
             after = os.fstat(src.fileno())
         if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or copied != entry["size"]:
             raise RuntimeError(f"source file {entry['src']} changed while it was copied "
