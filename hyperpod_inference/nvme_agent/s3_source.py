@@ -31,10 +31,16 @@ class TransferSettings:
         self.chunk_size = int(chunk_size or env("NVME_AGENT_S3_CHUNK_SIZE") or 64 * MiB)
         self.max_io_queue = int(max_io_queue or env("NVME_AGENT_S3_MAX_IO_QUEUE") or 100)
         self.multipart_threshold = int(multipart_threshold or env("NVME_AGENT_S3_MULTIPART_THRESHOLD") or 16 * MiB)
-        # bytes read from a response per write (memory: one buffer per concurrent request)
-        # (small buffers stay in the CPU cache between the socket read, the hash and the write: 64 KiB measured
-        # cheaper than 256 KiB - 1 MiB)
-        self.io_chunksize = int(env("NVME_AGENT_S3_IO_CHUNK_SIZE") or 64 * 1024)
+        # bytes received from a response per read, into one reused buffer per transfer thread (memory: this times
+        # max_concurrency); each read is hashed as a whole
+        self.read_size = int(env("NVME_AGENT_S3_READ_SIZE") or MiB)
+        # bytes per write(2). The page cache sizes the folio it allocates by the write: 32 KiB (what s5cmd and Go's
+        # io.Copy use) measured 3-5x cheaper in system time than 256 KiB - 1 MiB writes on the benchmark machine
+        # (BENCHMARKS.md)
+        self.write_size = int(env("NVME_AGENT_S3_WRITE_SIZE") or 32 * 1024)
+        # receive into the read buffer through http.client's readinto (see _response_readinto); "0" reads through
+        # botocore's StreamingBody.read instead (a new bytes object per read)
+        self.readinto = (env("NVME_AGENT_S3_READINTO") or "1") != "0"
         # single-part objects up to this size are fetched in one GET so that their (sequential) checksum is computed
         # while streaming; larger ones are fetched in ranges and hashed after the download
         self.stream_hash_max = int(env("NVME_AGENT_S3_STREAM_HASH_MAX") or 1024 * MiB)
@@ -43,6 +49,20 @@ class TransferSettings:
         self.transfer = (env("NVME_AGENT_S3_TRANSFER") or "stream").lower()
         if self.transfer not in ("stream", "s3transfer"):
             raise ValueError(f"NVME_AGENT_S3_TRANSFER must be stream or s3transfer, got {self.transfer!r}")
+        for name in ("read_size", "write_size"):
+            if getattr(self, name) < 4096:
+                raise ValueError(f"NVME_AGENT_S3_{name.upper()} must be at least 4096 bytes, got {getattr(self, name)}")
+        self._clients = {}
+        self._clients_lock = threading.Lock()
+
+    def client(self, spec: dict):
+        """One S3 client per region for every request of this run (a client is thread-safe; making one costs
+        ~0.15 s: botocore loads the S3 model and endpoint rules)."""
+        region = spec.get("region")
+        with self._clients_lock:
+            if region not in self._clients:
+                self._clients[region] = _client(spec, self)
+            return self._clients[region]
 
 
 def _client(spec: dict, settings: TransferSettings):
@@ -124,7 +144,7 @@ def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
 
 def plan(spec: dict, settings: TransferSettings) -> tuple[str, list[dict]]:
     """List the objects under the prefix; return (revision, manifest entries)."""
-    client = _client(spec, settings)
+    client = settings.client(spec)
     bucket, prefix = spec["bucket"], spec["prefix"]
     objects = []
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
@@ -227,21 +247,63 @@ class _FileJob:
 
 
 def _streaming_errors():
+    import http.client
+
     import botocore.exceptions
 
-    # botocore's StreamingBody turns urllib3's read timeouts / protocol errors into these
+    # botocore's StreamingBody turns urllib3's read timeouts / protocol errors into the botocore ones; reads through
+    # http.client (see _response_readinto) raise the socket's own (ConnectionError, TimeoutError) or http.client's
     return (botocore.exceptions.ResponseStreamingError, botocore.exceptions.IncompleteReadError,
-            botocore.exceptions.ReadTimeoutError, botocore.exceptions.ConnectionError, ConnectionError, TimeoutError)
+            botocore.exceptions.ReadTimeoutError, botocore.exceptions.ConnectionError, ConnectionError, TimeoutError,
+            http.client.HTTPException)
 
 
 READ_RETRIES = 5
+
+_thread_state = threading.local()
+
+
+def _read_buffer(size: int) -> memoryview:
+    """This thread's reusable read buffer (no allocation, and no page faults, per read)."""
+    buf = getattr(_thread_state, "buffer", None)
+    if buf is None or len(buf) != size:
+        buf = _thread_state.buffer = memoryview(bytearray(size))
+    return buf
+
+
+def _response_readinto(body):
+    """``readinto`` of the ``http.client`` response under botocore's StreamingBody (through urllib3), or None.
+
+    ``StreamingBody.read(n)`` allocates a new ``bytes`` per call and copies the data again on its way through
+    ``http.client`` and urllib3; ``http.client.HTTPResponse.readinto`` receives straight into a reused buffer
+    (BENCHMARKS.md compares the two). ``readinto`` is public ``http.client`` API; reaching it goes through botocore's
+    and urllib3's (long-standing but private) ``_raw_stream`` / ``_fp`` attributes, so anything else (another
+    botocore, an HTTP library without them, a content-encoded response) falls back to ``read``.
+    """
+    import http.client
+
+    raw = getattr(body, "_raw_stream", None)
+    fp = getattr(raw, "_fp", None)
+    if not isinstance(fp, http.client.HTTPResponse) or fp.getheader("content-encoding"):
+        return None
+    return fp.readinto
+
+
+def _release_connection(body) -> None:
+    """Hand a fully read response's connection back to urllib3's pool (``close`` would drop it)."""
+    raw = getattr(body, "_raw_stream", None)
+    fp = getattr(raw, "_fp", None)
+    release = getattr(raw, "release_conn", None)
+    if release is not None and getattr(fp, "isclosed", lambda: False)():
+        release()
 
 
 def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: TransferSettings, retryable) -> None:
     """GET one byte range, hashing and writing it (``os.pwrite``) as it arrives; retry a broken stream."""
     start, end = job.ranges[index]
     streamed = job.hashers is not None
-    io_size = settings.io_chunksize
+    buffer = _read_buffer(settings.read_size)
+    write_size = settings.write_size
     kwargs = {"Bucket": bucket, "Key": job.entry["key"], "Range": f"bytes={start}-{end - 1}"}
     if job.entry.get("etag"):
         kwargs["IfMatch"] = '"' + job.entry["etag"] + '"'  # the object must not change under us
@@ -251,19 +313,27 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
             old = job.hashers[index]
             hasher = job.hashers[index] = StreamHasher(old.algo, old.params, size=job.entry["size"])
         body = client.get_object(**kwargs)["Body"]
+        readinto = _response_readinto(body) if settings.readinto else None
         offset = start
         try:
             while offset < end:
-                chunk = body.read(min(io_size, end - offset))
-                if not chunk:
+                want = min(len(buffer), end - offset)
+                if readinto is not None:
+                    n = readinto(buffer[:want])
+                    chunk = buffer[:n]
+                else:
+                    chunk = memoryview(body.read(want))
+                    n = len(chunk)
+                if not n:
                     raise ConnectionError(f"stream ended at byte {offset} of {job.entry['key']!r}")
                 if hasher is not None:
                     hasher.update(chunk)
-                view = memoryview(chunk)
                 written = 0
-                while written < len(view):
-                    written += os.pwrite(job.fd, view[written:], offset + written)
-                offset += len(chunk)
+                while written < n:
+                    written += os.pwrite(job.fd, chunk[written:written + write_size], offset + written)
+                offset += n
+            if readinto is not None:
+                _release_connection(body)
             return
         except retryable as exc:
             if attempt == READ_RETRIES:
@@ -282,7 +352,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
     another sequential checksum (MD5 ETag, full-object SHA-256/SHA-1) is one GET up to ``stream_hash_max``. No file is
     read back to verify it, except large objects of that last kind.
     """
-    client = _client(spec, settings)
+    client = settings.client(spec)
     bucket = spec["bucket"]
     retryable = _streaming_errors()
     jobs = [_FileJob(e, dest_dir, settings) for e in entries]
@@ -348,7 +418,7 @@ def _download_transfer_manager(spec: dict, entries: list[dict], dest_dir: str, s
     from boto3.s3.transfer import TransferConfig, create_transfer_manager
     from s3transfer.subscribers import BaseSubscriber
 
-    client = _client(spec, settings)
+    client = settings.client(spec)
     config = TransferConfig(
         multipart_threshold=settings.multipart_threshold,
         multipart_chunksize=settings.chunk_size,

@@ -242,6 +242,59 @@ def no_read_back(monkeypatch):
     monkeypatch.setattr(checksums, "compute", refuse)
 
 
+@pytest.fixture(params=["readinto", "read"])
+def response_reads(request, monkeypatch):
+    """Intercepts what the agent receives from S3 responses, on either read path of the downloader: ``readinto``
+    (the default: ``http.client`` fills the agent's buffer) or ``read`` (the fallback through botocore's
+    StreamingBody, taken with ``NVME_AGENT_S3_READINTO=0`` or when the response has no ``http.client`` object under
+    it).
+
+    ``response_reads.intercept(fn)``: ``fn(data, content_length)`` returns the bytes to deliver instead, or None to
+    break the connection there (the exception the real transport raises on that path)."""
+    import http.client
+
+    import botocore.exceptions
+    import botocore.response
+
+    class Interceptor:
+        path = request.param
+        fn = None
+
+        def intercept(self, fn):
+            self.fn = fn
+
+    interceptor = Interceptor()
+    if request.param == "readinto":
+        original = http.client.HTTPResponse.readinto
+
+        def readinto(self, buffer):
+            n = original(self, buffer)
+            if interceptor.fn is None or not n:
+                return n
+            data = interceptor.fn(bytes(buffer[:n]), int(self.getheader("content-length") or 0))
+            if data is None:
+                raise ConnectionResetError(104, "Connection reset by peer")
+            buffer[:n] = data
+            return n
+
+        monkeypatch.setattr(http.client.HTTPResponse, "readinto", readinto)
+    else:
+        monkeypatch.setenv("NVME_AGENT_S3_READINTO", "0")
+        original = botocore.response.StreamingBody.read
+
+        def read(self, amt=None):
+            data = original(self, amt)
+            if interceptor.fn is None or not data:
+                return data
+            data = interceptor.fn(data, int(self._content_length or 0))
+            if data is None:
+                raise botocore.exceptions.ResponseStreamingError(error="connection reset by peer")
+            return data
+
+        monkeypatch.setattr(botocore.response.StreamingBody, "read", read)
+    return interceptor
+
+
 def test_streaming_download_verifies_in_flight_without_reading_files_back(s3, bucket, tmp_path, no_read_back):
     # GIVEN objects verified by MD5 ETag, full-object SHA256 and multipart ETag
     files = put_mixed_model(s3, bucket, tmp_path)
@@ -258,23 +311,19 @@ def test_streaming_download_verifies_in_flight_without_reading_files_back(s3, bu
     assert not [n for n in os.listdir(final) if n.endswith(".download")]
 
 
-def test_bytes_corrupted_in_flight_are_detected_and_fetched_again(s3, bucket, tmp_path, s3_gets, monkeypatch,
+def test_bytes_corrupted_in_flight_are_detected_and_fetched_again(s3, bucket, tmp_path, s3_gets, response_reads,
                                                                   no_read_back):
     # GIVEN a transport that flips one bit in the first chunk it delivers of the multipart object
-    import botocore.response
-
     files = put_mixed_model(s3, bucket, tmp_path)
-    original = botocore.response.StreamingBody.read
     flipped = []
 
-    def corrupting_read(self, amt=None):
-        data = original(self, amt)
-        if data and not flipped and len(data) > 100 and self._content_length and int(self._content_length) >= MiB:
+    def corrupt_once(data, length):
+        if not flipped and len(data) > 100 and length >= MiB:
             flipped.append(True)
             data = data[:50] + bytes([data[50] ^ 1]) + data[51:]
         return data
 
-    monkeypatch.setattr(botocore.response.StreamingBody, "read", corrupting_read)
+    response_reads.intercept(corrupt_once)
 
     # WHEN the agent downloads the model
     final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "mix/"))
@@ -286,18 +335,10 @@ def test_bytes_corrupted_in_flight_are_detected_and_fetched_again(s3, bucket, tm
     assert open(os.path.join(final, "w.safetensors"), "rb").read() == files["w.safetensors"]
 
 
-def test_persistent_corruption_fails_with_exit_5_and_marks_nothing(s3, bucket, tmp_path, monkeypatch):
+def test_persistent_corruption_fails_with_exit_5_and_marks_nothing(s3, bucket, tmp_path, response_reads):
     # GIVEN a transport that corrupts every response
-    import botocore.response
-
     put_model(s3, bucket)
-    original = botocore.response.StreamingBody.read
-
-    def corrupting_read(self, amt=None):
-        data = original(self, amt)
-        return bytes([data[0] ^ 1]) + data[1:] if data else data
-
-    monkeypatch.setattr(botocore.response.StreamingBody, "read", corrupting_read)
+    response_reads.intercept(lambda data, length: bytes([data[0] ^ 1]) + data[1:])
 
     # WHEN the agent ensures the model THEN verification fails after the retries, nothing is complete or left over
     with pytest.raises(cache.VerificationFailed):
@@ -307,33 +348,86 @@ def test_persistent_corruption_fails_with_exit_5_and_marks_nothing(s3, bucket, t
     assert not list((tmp_path / "nvme").rglob("*.download"))
 
 
-def test_broken_stream_is_resumed_by_fetching_the_range_again(s3, bucket, tmp_path, s3_gets, monkeypatch):
+def test_broken_stream_is_resumed_by_fetching_the_range_again(s3, bucket, tmp_path, s3_gets, response_reads,
+                                                              monkeypatch):
     # GIVEN a connection that breaks once in the middle of a response
-    import botocore.exceptions
-    import botocore.response
-
     files = put_model(s3, bucket)
-    original = botocore.response.StreamingBody.read
     calls = []
 
-    def breaking_read(self, amt=None):
-        data = original(self, amt)
+    def break_second_read(data, length):
         calls.append(1)
-        if len(calls) == 2:
-            raise botocore.exceptions.ResponseStreamingError(error="connection reset by peer")
-        return data
+        return None if len(calls) == 2 else data
 
-    monkeypatch.setattr(botocore.response.StreamingBody, "read", breaking_read)
+    response_reads.intercept(break_second_read)
 
     # WHEN the agent downloads with small reads (so the break happens mid-file)
-    monkeypatch.setenv("NVME_AGENT_S3_IO_CHUNK_SIZE", "65536")
+    monkeypatch.setenv("NVME_AGENT_S3_READ_SIZE", "65536")
     monkeypatch.setenv("NVME_AGENT_S3_MAX_CONCURRENCY", "1")
     final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
 
     # THEN the broken range was requested once more and every file is correct
+    assert len(calls) > 2
     assert sum(s3_gets.values()) == len(files) + 1
     for name, data in files.items():
         assert open(os.path.join(final, name), "rb").read() == data
+
+
+@pytest.fixture
+def keep_alive_s3(aws_env):
+    """A minimal HTTP/1.1 keep-alive server answering ranged GetObject for one object (moto answers every request
+    with ``Connection: close``, so it cannot show connection reuse); yields (endpoint, data, connections seen)."""
+    import http.server
+    import re
+    import threading
+
+    data = os.urandom(3 * MiB + 5)
+    connections = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self):
+            super().setup()
+            connections.append(self.client_address)
+
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            start, end = map(int, re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers["Range"]).groups())
+            body = data[start:end + 1]
+            self.send_response(206)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            self.send_header("ETag", '"0123456789abcdef0123456789abcdef"')
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", data, connections
+    server.shutdown()
+    server.server_close()
+
+
+def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_path, monkeypatch):
+    # GIVEN one object fetched in four ranged GETs, one at a time, from a server that keeps connections open
+    endpoint, data, connections = keep_alive_s3
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB)
+    entry = {"path": "w.bin", "key": "m/w.bin", "size": len(data), "etag": "", "checksum": {"algo": "crc32",
+             "value": base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode(), "encoding": "base64"}}
+    done = []
+
+    # WHEN the agent downloads it
+    s3_source.download({"bucket": "b", "region": "us-east-1"}, [entry], str(tmp_path), settings,
+                       lambda e, computed: done.append(computed))
+
+    # THEN all four responses came over one connection (a body read to its end gives its connection back to the
+    # pool), and the file and its in-flight CRC32 are right
+    assert len(connections) == 1
+    assert done == [entry["checksum"]["value"]]
+    assert (tmp_path / "w.bin").read_bytes() == data
 
 
 def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, monkeypatch):
@@ -438,25 +532,20 @@ def test_crc32_is_preferred_over_md5_and_verified_in_flight(s3_crc, s3, bucket, 
 
 
 def test_byte_flipped_in_crc32_verified_objects_is_caught_and_fetched_again(s3_crc, s3, bucket, tmp_path, s3_gets,
-                                                                            composite_heads, monkeypatch,
+                                                                            composite_heads, response_reads,
                                                                             no_read_back):
     # GIVEN a transport that flips one bit in the first chunk of the single-part CRC32 object and of one part of the
     # multipart (composite CRC32) object
-    import botocore.response
-
     files = put_crc_model(s3_crc, s3, bucket, tmp_path)
-    original = botocore.response.StreamingBody.read
     flipped = set()
 
-    def corrupting_read(self, amt=None):
-        data = original(self, amt)
-        length = int(self._content_length or 0)
-        if data and len(data) > 100 and length in (9 * MiB + 1, 5 * MiB) and length not in flipped:
+    def corrupt_once_per_length(data, length):
+        if len(data) > 100 and length in (9 * MiB + 1, 5 * MiB) and length not in flipped:
             flipped.add(length)
             data = data[:50] + bytes([data[50] ^ 1]) + data[51:]
         return data
 
-    monkeypatch.setattr(botocore.response.StreamingBody, "read", corrupting_read)
+    response_reads.intercept(corrupt_once_per_length)
 
     # WHEN the agent downloads the model
     final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"))
@@ -530,3 +619,10 @@ def test_crc32_of_ranges_equals_crc32_of_the_whole():
         ranges = [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
         value = checksums.crc32_of_ranges([zlib.crc32(r).to_bytes(4, "big") for r in ranges], [len(r) for r in ranges])
         assert value == base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+
+
+@pytest.mark.parametrize("name", ["NVME_AGENT_S3_READ_SIZE", "NVME_AGENT_S3_WRITE_SIZE"])
+def test_io_sizes_below_a_page_are_refused_naming_the_variable(monkeypatch, name):
+    monkeypatch.setenv(name, "100")
+    with pytest.raises(ValueError, match=f"{name} must be at least 4096 bytes, got 100"):
+        s3_source.TransferSettings()
