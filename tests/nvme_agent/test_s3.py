@@ -219,17 +219,22 @@ def test_python_m_nvme_agent_runs_from_a_copy_of_agent_source_files(s3, bucket, 
     assert open(os.path.join(result.stdout.strip(), "config.json"), "rb").read() == files["config.json"]
 
 
+def upload_3_parts(client, bucket, key, tmp_path) -> bytes:
+    """Uploads 12 MiB + 5 bytes of random data as a 3-part multipart object (5 MiB parts); returns the data."""
+    data = os.urandom(12 * MiB + 5)
+    (tmp_path / "big").write_bytes(data)
+    client.upload_file(str(tmp_path / "big"), bucket, key,
+                       Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
+    return data
+
+
 def put_mixed_model(s3, bucket, tmp_path, prefix="mix/"):
     """A single-part object (MD5 ETag), one with a full-object SHA256, and a 3-part multipart object."""
     files = {"config.json": b'{"a": 1}', "generation_config.json": os.urandom(70_000)}
     s3.put_object(Bucket=bucket, Key=prefix + "config.json", Body=files["config.json"])
     s3.put_object(Bucket=bucket, Key=prefix + "generation_config.json", Body=files["generation_config.json"],
                   ChecksumAlgorithm="SHA256")
-    big = os.urandom(12 * MiB + 5)
-    (tmp_path / "big").write_bytes(big)
-    s3.upload_file(str(tmp_path / "big"), bucket, prefix + "w.safetensors",
-                   Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
-    files["w.safetensors"] = big
+    files["w.safetensors"] = upload_3_parts(s3, bucket, prefix + "w.safetensors", tmp_path)
     return files
 
 
@@ -468,11 +473,7 @@ def put_crc_model(s3_crc, s3, bucket, tmp_path, prefix="crc/"):
     files = {"config.json": b'{"b": 2}', "tokenizer.json": os.urandom(9 * MiB + 1)}
     s3_crc.put_object(Bucket=bucket, Key=prefix + "tokenizer.json", Body=files["tokenizer.json"])
     s3.put_object(Bucket=bucket, Key=prefix + "config.json", Body=files["config.json"])
-    big = os.urandom(12 * MiB + 5)
-    (tmp_path / "big").write_bytes(big)
-    s3_crc.upload_file(str(tmp_path / "big"), bucket, prefix + "w.safetensors",
-                       Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
-    files["w.safetensors"] = big
+    files["w.safetensors"] = upload_3_parts(s3_crc, bucket, prefix + "w.safetensors", tmp_path)
     return files
 
 
