@@ -443,11 +443,12 @@ def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
 
 
 def ensure(root: str, spec: dict, opts: Options | None = None, lease_holder: str | None = None,
-           touch: bool = True) -> str:
+           touch: bool = True, before_download=None) -> str:
     """Make the model complete under root (download on a miss) and return its directory.
 
     A hit takes a shared lock and checks the marker and the manifest only (no hashing). ``touch`` updates the LRU
-    timestamp; ``lease_holder`` records a lease that protects the model from eviction while it is refreshed.
+    timestamp; ``lease_holder`` records a lease that protects the model from eviction while it is refreshed;
+    ``before_download(spec)`` runs (holding the model's lock) only when the model has to be fetched.
     """
     opts = opts or Options()
     spec = normalize_spec(spec)
@@ -462,6 +463,8 @@ def ensure(root: str, spec: dict, opts: Options | None = None, lease_holder: str
             return final
     with model_lock(root, rel, exclusive=True):
         if not is_complete(final):  # another agent may have finished while we waited
+            if before_download is not None:
+                before_download(spec)
             _empty_trash(root)
             _materialize(root, spec, rel, opts)
         if touch:

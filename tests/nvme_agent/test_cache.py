@@ -126,6 +126,19 @@ def test_missing_module_exits_3_naming_it(tmp_path, source, module):
     # THEN it exits with code 3 and names the module
     assert result.returncode == 3, result.stderr
     assert module in result.stderr
+    assert not list((tmp_path / "nvme").rglob(".complete"))
+
+    # AND WHEN the model is already complete in the cache, the same agent serves the hit without the module
+    final = tmp_path / "nvme" / model_relative_dir(spec)
+    final.mkdir(parents=True)
+    (final / "config.json").write_text("{}")
+    (final / "manifest.json").write_text(json.dumps({"version": cache.MANIFEST_VERSION, "files": [
+        {"path": "config.json", "size": 2, "checksum": {"algo": "size"}}]}))
+    (final / ".complete").write_text("1\n")
+    hit = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec),
+                    pythonpath=f"{tmp_path / 'shadow'}{os.pathsep}{AGENT_PARENT}")
+    assert hit.returncode == 0, hit.stderr
+    assert hit.stdout.strip() == str(final)
 
 
 def test_bad_spec_is_a_usage_error(tmp_path):
