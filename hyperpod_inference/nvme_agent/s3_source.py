@@ -14,7 +14,7 @@ import posixpath
 import threading
 import uuid
 
-from .checksums import StreamHasher, composite, crc32_of_ranges, multipart_md5
+from .checksums import CRCS, StreamHasher, composite, crc_of_ranges, crt_checksums, multipart_md5
 
 log = logging.getLogger("nvme_agent")
 
@@ -80,10 +80,12 @@ def _client(spec: dict, settings: TransferSettings):
 def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
     """Pick the checksum to verify this object with (see checksums.py for the algorithms).
 
-    Order: a full-object SHA-256 / SHA-1 additional checksum; then an S3 CRC32 additional checksum (full-object,
-    or composite per part), which catches transmission and storage corruption at a fraction of MD5's CPU cost; then
-    the MD5 ETag (single-part or multipart); then composite SHA checksums (KMS / SSE-C objects, whose ETag is no
-    MD5); else only the size. CRC32C / CRC64NVME are not used: the stdlib has no fast implementation of them.
+    Order: a full-object SHA-256 / SHA-1 additional checksum; then, when ``awscrt`` can be imported
+    (:func:`checksums.crt_checksums`), a CRC-64/NVME (S3's default, always full-object) or CRC-32C (full-object or
+    composite) additional checksum; then a CRC32 one (full-object or composite). A CRC catches transmission and
+    storage corruption at a fraction of MD5's CPU cost. Then the MD5 ETag (single-part or multipart); then composite
+    SHA checksums (KMS / SSE-C objects, whose ETag is no MD5); else only the size. Without ``awscrt``, CRC-32C and
+    CRC-64/NVME are not used (the stdlib has no implementation of them), so such objects fall to the MD5 ETag.
 
     A checksum value without a ``-N`` part count is taken as full-object only for single-part objects or with
     ``ChecksumType: FULL_OBJECT``: on a multipart object without a ``ChecksumType`` it is ambiguous (some S3
@@ -122,6 +124,16 @@ def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
             return {"algo": "s3-composite", "base": base, "value": value, "partSize": part_size(int(parts))}
         return None
 
+    if (head.get("ChecksumCRC64NVME") or head.get("ChecksumCRC32C")) and crt_checksums() is not None:
+        # S3 has CRC-64/NVME only as a full-object checksum: its value needs no ChecksumType to be unambiguous
+        value = head.get("ChecksumCRC64NVME")
+        if value and "-" not in value:
+            return {"algo": "crc64nvme", "value": value, "encoding": "base64"}
+        if additional("ChecksumCRC32C"):
+            return {"algo": "crc32c", "value": head["ChecksumCRC32C"], "encoding": "base64"}
+        crc = composite_of("ChecksumCRC32C", "crc32c")
+        if crc:
+            return crc
     if additional("ChecksumCRC32"):
         return {"algo": "crc32", "value": head["ChecksumCRC32"], "encoding": "base64"}
     crc = composite_of("ChecksumCRC32", "crc32")
@@ -210,13 +222,13 @@ class _FileJob:
                 self.combine = lambda: multipart_md5([h.digest() for h in self.hashers])
             else:
                 self.combine = lambda: composite(base, [h.digest() for h in self.hashers])
-        elif algo == "crc32":
+        elif algo in CRCS:
             # CRCs of ranges combine into the object's CRC: parallel ranged GETs, each range hashed in flight
             step = max(settings.chunk_size, MiB)
             self.ranges = [(off, min(off + step, size)) for off in range(0, size, step)]
-            self.hashers = [StreamHasher("crc32") for _ in self.ranges]
-            self.combine = lambda: crc32_of_ranges([h.digest() for h in self.hashers],
-                                                   [end - start for start, end in self.ranges])
+            self.hashers = [StreamHasher(algo) for _ in self.ranges]
+            self.combine = lambda: crc_of_ranges(algo, [h.digest() for h in self.hashers],
+                                                 [end - start for start, end in self.ranges])
         elif algo in StreamHasher.SEQUENTIAL and size <= settings.stream_hash_max:
             self.ranges = [(0, size)] if size else []
             self.hashers = [StreamHasher(algo, checksum, size=size)]

@@ -562,6 +562,42 @@ def test_byte_flipped_in_crc32_verified_objects_is_caught_and_fetched_again(s3_c
     assert algos == {"config.json": "md5", "tokenizer.json": "crc32", "w.safetensors": "s3-composite"}
 
 
+def test_crc64nvme_and_crc32c_objects_are_verified_in_flight(s3_crc, bucket, tmp_path, s3_gets, response_reads,
+                                                             no_read_back):
+    # GIVEN objects uploaded with CRC-64/NVME (single-part, and a 3-part multipart upload, whose CRC-64/NVME is
+    # full-object) and with CRC-32C, and a transport that flips a bit once in the multipart object
+    files = {"config.json": b'{"c": 3}', "tokenizer.json": os.urandom(70_000)}
+    s3_crc.put_object(Bucket=bucket, Key="n/config.json", Body=files["config.json"], ChecksumAlgorithm="CRC64NVME")
+    s3_crc.put_object(Bucket=bucket, Key="n/tokenizer.json", Body=files["tokenizer.json"], ChecksumAlgorithm="CRC32C")
+    big = os.urandom(12 * MiB + 5)
+    (tmp_path / "big").write_bytes(big)
+    s3_crc.upload_file(str(tmp_path / "big"), bucket, "n/w.safetensors", ExtraArgs={"ChecksumAlgorithm": "CRC64NVME"},
+                       Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
+    files["w.safetensors"] = big
+    flipped = []
+
+    def corrupt_once(data, length):
+        if not flipped and len(data) > 100 and length >= MiB:
+            flipped.append(True)
+            data = data[:50] + bytes([data[50] ^ 1]) + data[51:]
+        return data
+
+    response_reads.intercept(corrupt_once)
+
+    # WHEN the agent downloads the model in 4 MiB ranges
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "n/"), cache.Options(chunk_size=4 * MiB))
+
+    # THEN each object was verified by its own CRC, computed while streaming (range CRCs combined for the big one),
+    # the corrupted object alone was fetched again (4 ranges, twice), and every file is correct
+    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]}
+    assert algos == {"config.json": "crc64nvme", "tokenizer.json": "crc32c", "w.safetensors": "crc64nvme"}
+    assert flipped
+    assert s3_gets["w.safetensors"] == 8
+    assert s3_gets["config.json"] == 1
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+
+
 def test_object_without_additional_checksum_is_verified_by_md5(s3, bucket, tmp_path, monkeypatch, no_read_back):
     # GIVEN a single-part and a multipart object uploaded without S3 additional checksums
     files = put_model(s3, bucket, files={"config.json": b"{}", "tokenizer.json": os.urandom(5000)})
@@ -607,19 +643,64 @@ def test_checksum_choice_for_crc32_variants():
         "algo": "s3-composite", "base": "crc32", "value": "AAAAAA==-3", "partSize": 5 * MiB}
     # a multipart object's CRC32 without part count nor type is ambiguous: the multipart ETag is used
     assert pick({"ETag": md5 + "-3", "ChecksumCRC32": "AAAAAA=="})["algo"] == "s3-multipart-md5"
-    # CRC32C / CRC64NVME (no fast stdlib implementation) are ignored: MD5
-    assert pick({"ETag": md5, "ChecksumCRC32C": "AAAAAA==", "ChecksumCRC64NVME": "AAAAAAAAAAA="})["algo"] == "md5"
     # a full-object SHA-256 still comes first
     assert pick({"ETag": md5, "ChecksumCRC32": "AAAAAA==", "ChecksumSHA256": "x="})["algo"] == "sha256"
 
 
-def test_crc32_of_ranges_equals_crc32_of_the_whole():
+def test_checksum_choice_for_crc32c_and_crc64nvme_with_and_without_awscrt(monkeypatch):
+    class PartClient:
+        def head_object(self, **kw):
+            return {"ContentLength": 5 * MiB}
+
+    md5 = "0123456789abcdef0123456789abcdef"
+    pick = lambda head: s3_source._checksum_for(PartClient(), "b", "k", dict(head, ContentLength=12 * MiB))  # noqa: E731
+    # WITH awscrt (a dev dependency): a CRC-64/NVME is used, also on a multipart object without ChecksumType (S3
+    # has it only as a full-object checksum); it wins over a CRC32 (zlib's is ~4x slower)
+    assert checksums.crt_checksums() is not None
+    both = {"ETag": md5, "ChecksumCRC32": "AAAAAA==", "ChecksumCRC32C": "AAAAAA==", "ChecksumCRC64NVME": "AAAAAAAAAAA="}
+    assert pick(both) == {"algo": "crc64nvme", "value": "AAAAAAAAAAA=", "encoding": "base64"}
+    assert pick({"ETag": md5 + "-3", "ChecksumCRC64NVME": "AAAAAAAAAAA="})["algo"] == "crc64nvme"
+    # a CRC-32C: full-object on a single-part object, composite per part, ambiguous without part count and type
+    assert pick({"ETag": md5, "ChecksumCRC32C": "AAAAAA=="})["algo"] == "crc32c"
+    assert pick({"ETag": md5 + "-3", "ChecksumCRC32C": "AAAAAA==-3", "ChecksumType": "COMPOSITE"}) == {
+        "algo": "s3-composite", "base": "crc32c", "value": "AAAAAA==-3", "partSize": 5 * MiB}
+    assert pick({"ETag": md5 + "-3", "ChecksumCRC32C": "AAAAAA=="})["algo"] == "s3-multipart-md5"
+
+    # WITHOUT awscrt: CRC32 when there is one, else the MD5 ETag
+    monkeypatch.setattr(s3_source, "crt_checksums", lambda: None)
+    assert pick(both)["algo"] == "crc32"
+    assert pick({"ETag": md5, "ChecksumCRC32C": "AAAAAA==", "ChecksumCRC64NVME": "AAAAAAAAAAA="})["algo"] == "md5"
+
+
+@pytest.mark.parametrize("algo,check", [("crc32", 0xCBF43926), ("crc32c", 0xE3069283),
+                                        ("crc64nvme", 0xAE8B14860A799888)])
+def test_crc_of_ranges_equals_the_crc_of_the_whole(algo, check, tmp_path):
+    # GIVEN the catalogue check value of the algorithm (the CRC of b"123456789")
+    width = checksums.CRCS[algo].width // 8
+    assert checksums.StreamHasher(algo).digest() == bytes(width)
+
+    def crc(data):
+        h = checksums.StreamHasher(algo)
+        h.update(data)
+        return h.digest()
+
+    assert int.from_bytes(crc(b"123456789"), "big") == check
+    # WHEN data is cut into ranges (empty ones too) THEN the combined range CRCs equal the CRC of the whole
     data = os.urandom(3 * 65536 + 17)
     for cuts in ([], [1], [65536, 65537], [0, 5, 5, 100_000, len(data)]):
         bounds = [0, *cuts, len(data)]
         ranges = [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-        value = checksums.crc32_of_ranges([zlib.crc32(r).to_bytes(4, "big") for r in ranges], [len(r) for r in ranges])
-        assert value == base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        value = checksums.crc_of_ranges(algo, [crc(r) for r in ranges], [len(r) for r in ranges])
+        assert value == base64.b64encode(crc(data)).decode()
+    # AND reading the file back (verify) computes the same value
+    (tmp_path / "f").write_bytes(data)
+    assert checksums.compute(str(tmp_path / "f"), algo) == value
+
+
+def test_crc32c_without_awscrt_fails_naming_the_module(monkeypatch):
+    monkeypatch.setattr(checksums, "crt_checksums", lambda: None)
+    with pytest.raises(ValueError, match="'crc32c' needs the awscrt module"):
+        checksums.StreamHasher("crc32c")
 
 
 @pytest.mark.parametrize("name", ["NVME_AGENT_S3_READ_SIZE", "NVME_AGENT_S3_WRITE_SIZE"])
