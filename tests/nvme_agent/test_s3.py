@@ -219,11 +219,11 @@ def test_python_m_nvme_agent_runs_from_a_copy_of_agent_source_files(s3, bucket, 
     assert open(os.path.join(result.stdout.strip(), "config.json"), "rb").read() == files["config.json"]
 
 
-def upload_3_parts(client, bucket, key, tmp_path) -> bytes:
+def upload_3_parts(client, bucket, key, tmp_path, extra_args: dict | None = None) -> bytes:
     """Uploads 12 MiB + 5 bytes of random data as a 3-part multipart object (5 MiB parts); returns the data."""
     data = os.urandom(12 * MiB + 5)
     (tmp_path / "big").write_bytes(data)
-    client.upload_file(str(tmp_path / "big"), bucket, key,
+    client.upload_file(str(tmp_path / "big"), bucket, key, ExtraArgs=extra_args,
                        Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
     return data
 
@@ -300,6 +300,18 @@ def response_reads(request, monkeypatch):
     return interceptor
 
 
+def flip_a_bit_once(flipped: list):
+    """A ``response_reads`` interceptor that flips one bit in the first read of more than 100 bytes from a response of
+    at least 1 MiB, once; it appends to ``flipped`` when it did."""
+    def corrupt_once(data, length):
+        if not flipped and len(data) > 100 and length >= MiB:
+            flipped.append(True)
+            data = data[:50] + bytes([data[50] ^ 1]) + data[51:]
+        return data
+
+    return corrupt_once
+
+
 def test_streaming_download_verifies_in_flight_without_reading_files_back(s3, bucket, tmp_path, no_read_back):
     # GIVEN objects verified by MD5 ETag, full-object SHA256 and multipart ETag
     files = put_mixed_model(s3, bucket, tmp_path)
@@ -321,14 +333,7 @@ def test_bytes_corrupted_in_flight_are_detected_and_fetched_again(s3, bucket, tm
     # GIVEN a transport that flips one bit in the first chunk it delivers of the multipart object
     files = put_mixed_model(s3, bucket, tmp_path)
     flipped = []
-
-    def corrupt_once(data, length):
-        if not flipped and len(data) > 100 and length >= MiB:
-            flipped.append(True)
-            data = data[:50] + bytes([data[50] ^ 1]) + data[51:]
-        return data
-
-    response_reads.intercept(corrupt_once)
+    response_reads.intercept(flip_a_bit_once(flipped))
 
     # WHEN the agent downloads the model
     final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "mix/"))
@@ -569,20 +574,10 @@ def test_crc64nvme_and_crc32c_objects_are_verified_in_flight(s3_crc, bucket, tmp
     files = {"config.json": b'{"c": 3}', "tokenizer.json": os.urandom(70_000)}
     s3_crc.put_object(Bucket=bucket, Key="n/config.json", Body=files["config.json"], ChecksumAlgorithm="CRC64NVME")
     s3_crc.put_object(Bucket=bucket, Key="n/tokenizer.json", Body=files["tokenizer.json"], ChecksumAlgorithm="CRC32C")
-    big = os.urandom(12 * MiB + 5)
-    (tmp_path / "big").write_bytes(big)
-    s3_crc.upload_file(str(tmp_path / "big"), bucket, "n/w.safetensors", ExtraArgs={"ChecksumAlgorithm": "CRC64NVME"},
-                       Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
-    files["w.safetensors"] = big
+    files["w.safetensors"] = upload_3_parts(s3_crc, bucket, "n/w.safetensors", tmp_path,
+                                            extra_args={"ChecksumAlgorithm": "CRC64NVME"})
     flipped = []
-
-    def corrupt_once(data, length):
-        if not flipped and len(data) > 100 and length >= MiB:
-            flipped.append(True)
-            data = data[:50] + bytes([data[50] ^ 1]) + data[51:]
-        return data
-
-    response_reads.intercept(corrupt_once)
+    response_reads.intercept(flip_a_bit_once(flipped))
 
     # WHEN the agent downloads the model in 4 MiB ranges
     final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "n/"), cache.Options(chunk_size=4 * MiB))
