@@ -10,7 +10,7 @@ Algorithms (the ``algo`` of a manifest entry):
   agent reads from ``HeadObject(PartNumber=1)``. Every AWS SDK/CLI uploader uses equal parts (except the last), which
   is what this check assumes.
 - ``s3-composite``: an S3 composite (per-part) additional checksum of a multipart object, ``base`` one of ``crc32``,
-  ``sha1``, ``sha256``: ``base64(base(digest1+...+digestN))-N`` over the parts' raw digests (part size as above).
+  ``crc32c``, ``sha1``, ``sha256``: ``base64(base(digest1+...+digestN))-N`` over the parts' raw digests (part size as above).
 - ``sha256`` / ``sha1`` / ``crc32`` / ``crc32c`` / ``crc64nvme``: S3 additional checksums (base64 of the big-endian
   digest), or, for ``sha256`` in hex, the Hub's LFS sha256. ``crc32c`` and ``crc64nvme`` need ``awscrt`` (see
   :func:`crt_checksums`); ``crc32`` is zlib's.
