@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import posixpath
+import re
 import threading
 import uuid
 
@@ -310,6 +311,24 @@ def _release_connection(body) -> None:
         release()
 
 
+class RangeMismatch(RuntimeError):
+    """The endpoint answered a ranged GET with other bytes than those asked for."""
+
+
+def _check_range(response: dict, start: int, end: int, key: str) -> None:
+    """Refuse a response that is not the range asked for (an endpoint that ignores ``Range`` answers 200 with the
+    whole object): written at the range's offset it would corrupt the file, and only a checksum could tell."""
+    content_range = response.get("ContentRange")
+    if content_range:
+        match = re.fullmatch(r"bytes (\d+)-(\d+)/(?:\d+|\*)", content_range.strip())
+        if match and int(match[1]) == start and int(match[2]) == end - 1:
+            return
+    elif start == 0 and response.get("ContentLength") == end:
+        return  # the whole object, asked for as one range
+    raise RangeMismatch(f"GET {key!r} bytes {start}-{end - 1} was answered with Content-Range {content_range!r} and "
+                        f"Content-Length {response.get('ContentLength')} (does the S3 endpoint ignore Range headers?)")
+
+
 def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: TransferSettings, retryable) -> None:
     """GET one byte range, hashing and writing it (``os.pwrite``) as it arrives; retry a broken stream."""
     start, end = job.ranges[index]
@@ -324,10 +343,12 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
         if streamed:  # a fresh hash for every attempt: the range is written again from its start
             old = job.hashers[index]
             hasher = job.hashers[index] = StreamHasher(old.algo, old.params, size=job.entry["size"])
-        body = client.get_object(**kwargs)["Body"]
+        response = client.get_object(**kwargs)
+        body = response["Body"]
         readinto = _response_readinto(body) if settings.readinto else None
         offset = start
         try:
+            _check_range(response, start, end, job.entry["key"])
             while offset < end:
                 want = min(len(buffer), end - offset)
                 if readinto is not None:

@@ -385,13 +385,15 @@ def test_broken_stream_is_resumed_by_fetching_the_range_again(s3, bucket, tmp_pa
 @pytest.fixture
 def keep_alive_s3(aws_env):
     """A minimal HTTP/1.1 keep-alive server answering ranged GetObject for one object (moto answers every request
-    with ``Connection: close``, so it cannot show connection reuse); yields (endpoint, data, connections seen)."""
+    with ``Connection: close``, so it cannot show connection reuse); yields (endpoint, data, connections seen,
+    options): ``options["ignore_range"] = True`` makes it answer every GET with the whole object (200)."""
     import http.server
     import re
     import threading
 
     data = os.urandom(3 * MiB + 5)
     connections = []
+    options = {"ignore_range": False}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -402,10 +404,13 @@ def keep_alive_s3(aws_env):
 
         def do_GET(self):  # noqa: N802 - http.server's naming
             start, end = map(int, re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers["Range"]).groups())
+            if options["ignore_range"]:
+                start, end = 0, len(data) - 1
             body = data[start:end + 1]
-            self.send_response(206)
+            self.send_response(200 if options["ignore_range"] else 206)
             self.send_header("Content-Length", str(len(body)))
-            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            if not options["ignore_range"]:
+                self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
             self.send_header("ETag", '"0123456789abcdef0123456789abcdef"')
             self.end_headers()
             self.wfile.write(body)
@@ -415,18 +420,25 @@ def keep_alive_s3(aws_env):
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}", data, connections
+    yield f"http://127.0.0.1:{server.server_port}", data, connections, options
     server.shutdown()
     server.server_close()
 
 
+def crc32_entry(data: bytes, checksum: bool = True) -> dict:
+    """The manifest entry of ``data`` as object ``m/w.bin``, verified by its CRC32 (or by its size only)."""
+    crc = {"algo": "crc32", "value": base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode(),
+           "encoding": "base64"}
+    return {"path": "w.bin", "key": "m/w.bin", "size": len(data), "etag": "",
+            "checksum": crc if checksum else {"algo": "size"}}
+
+
 def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_path, monkeypatch):
     # GIVEN one object fetched in four ranged GETs, one at a time, from a server that keeps connections open
-    endpoint, data, connections = keep_alive_s3
+    endpoint, data, connections, _ = keep_alive_s3
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB)
-    entry = {"path": "w.bin", "key": "m/w.bin", "size": len(data), "etag": "", "checksum": {"algo": "crc32",
-             "value": base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode(), "encoding": "base64"}}
+    entry = crc32_entry(data)
     done = []
 
     # WHEN the agent downloads it
@@ -438,6 +450,24 @@ def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_pa
     assert len(connections) == 1
     assert done == [entry["checksum"]["value"]]
     assert (tmp_path / "w.bin").read_bytes() == data
+
+
+def test_an_endpoint_that_ignores_range_headers_fails_the_file_instead_of_corrupting_it(keep_alive_s3, tmp_path,
+                                                                                       monkeypatch):
+    # GIVEN an endpoint that answers every ranged GET with the whole object, and an object verified by size only
+    # (a KMS-encrypted object without additional checksums), fetched in four ranges
+    endpoint, data, _, options = keep_alive_s3
+    options["ignore_range"] = True
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB)
+    done = []
+
+    # WHEN the agent downloads it THEN the file fails, naming the range and the cause, and nothing is in place
+    with pytest.raises(RuntimeError, match=r"bytes 0-1048575 was answered with Content-Range None .*ignore Range"):
+        s3_source.download({"bucket": "b", "region": "us-east-1"}, [crc32_entry(data, checksum=False)],
+                           str(tmp_path), settings, lambda e, computed: done.append(e))
+    assert not done
+    assert not list(tmp_path.iterdir())
 
 
 def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, monkeypatch):
