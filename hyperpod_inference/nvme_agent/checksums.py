@@ -25,6 +25,7 @@ corruption a download guards against (transmission, storage) as well as MD5 does
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import zlib
@@ -48,13 +49,15 @@ def _read_chunks(path: str, size: int = _BUF):
         yield from chunks_of(fh, size)
 
 
+@functools.cache
 def crt_checksums():
     """``awscrt.checksums`` when it can be imported, else None.
 
     The stdlib has no CRC-32C or CRC-64/NVME, and a pure-Python CRC would be far slower than MD5; ``awscrt`` (the
     AWS Common Runtime, ``pip install awscrt``, also pulled in by ``botocore[crt]``) computes them with the CPU's CRC
     instructions (~8-12 GiB/s on one core where zlib's CRC-32 does ~2 GiB/s). The agent does not require it: without
-    it, objects that carry only those checksums are verified by their MD5 ETag.
+    it, objects that carry only those checksums are verified by their MD5 ETag. Looked up once (a failed import is
+    not cached by Python: every attempt would search ``sys.path`` again).
     """
     try:
         from awscrt import checksums

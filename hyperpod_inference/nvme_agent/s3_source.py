@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import http.client
 import logging
 import os
 import posixpath
@@ -39,7 +40,7 @@ class TransferSettings:
         # io.Copy use) measured 3-5x cheaper in system time than 256 KiB - 1 MiB writes on the benchmark machine
         # (BENCHMARKS.md)
         self.write_size = int(env("NVME_AGENT_S3_WRITE_SIZE") or 32 * 1024)
-        # receive into the read buffer through http.client's readinto (see _response_readinto); "0" reads through
+        # receive into the read buffer through http.client's readinto (see _http_response); "0" reads through
         # botocore's StreamingBody.read instead (a new bytes object per read)
         self.readinto = (env("NVME_AGENT_S3_READINTO") or "1") != "0"
         # single-part objects up to this size are fetched in one GET so that their (sequential) checksum is computed
@@ -260,12 +261,10 @@ class _FileJob:
 
 
 def _streaming_errors():
-    import http.client
-
     import botocore.exceptions
 
     # botocore's StreamingBody turns urllib3's read timeouts / protocol errors into the botocore ones; reads through
-    # http.client (see _response_readinto) raise the socket's own (ConnectionError, TimeoutError) or http.client's
+    # http.client (see _http_response) raise the socket's own (ConnectionError, TimeoutError) or http.client's
     return (botocore.exceptions.ResponseStreamingError, botocore.exceptions.IncompleteReadError,
             botocore.exceptions.ReadTimeoutError, botocore.exceptions.ConnectionError, ConnectionError, TimeoutError,
             http.client.HTTPException)
@@ -284,8 +283,8 @@ def _read_buffer(size: int) -> memoryview:
     return buf
 
 
-def _response_readinto(body):
-    """``readinto`` of the ``http.client`` response under botocore's StreamingBody (through urllib3), or None.
+def _http_response(body):
+    """The ``http.client`` response under botocore's StreamingBody (through urllib3), or None.
 
     ``StreamingBody.read(n)`` allocates a new ``bytes`` per call and copies the data again on its way through
     ``http.client`` and urllib3; ``http.client.HTTPResponse.readinto`` receives straight into a reused buffer
@@ -293,21 +292,16 @@ def _response_readinto(body):
     and urllib3's (long-standing but private) ``_raw_stream`` / ``_fp`` attributes, so anything else (another
     botocore, an HTTP library without them, a content-encoded response) falls back to ``read``.
     """
-    import http.client
-
-    raw = getattr(body, "_raw_stream", None)
-    fp = getattr(raw, "_fp", None)
-    if not isinstance(fp, http.client.HTTPResponse) or fp.getheader("content-encoding"):
+    response = getattr(getattr(body, "_raw_stream", None), "_fp", None)
+    if not isinstance(response, http.client.HTTPResponse) or response.getheader("content-encoding"):
         return None
-    return fp.readinto
+    return response
 
 
 def _release_connection(body) -> None:
     """Hand a fully read response's connection back to urllib3's pool (``close`` would drop it)."""
-    raw = getattr(body, "_raw_stream", None)
-    fp = getattr(raw, "_fp", None)
-    release = getattr(raw, "release_conn", None)
-    if release is not None and getattr(fp, "isclosed", lambda: False)():
+    release = getattr(body._raw_stream, "release_conn", None)
+    if release is not None:
         release()
 
 
@@ -345,7 +339,8 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
             hasher = job.hashers[index] = StreamHasher(old.algo, old.params, size=job.entry["size"])
         response = client.get_object(**kwargs)
         body = response["Body"]
-        readinto = _response_readinto(body) if settings.readinto else None
+        http_response = _http_response(body) if settings.readinto else None
+        readinto = http_response.readinto if http_response is not None else None
         offset = start
         try:
             _check_range(response, start, end, job.entry["key"])
@@ -365,7 +360,7 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
                 while written < n:
                     written += os.pwrite(job.fd, chunk[written:written + write_size], offset + written)
                 offset += n
-            if readinto is not None:
+            if http_response is not None and http_response.isclosed():
                 _release_connection(body)
             return
         except retryable as exc:
