@@ -13,13 +13,15 @@ Measures, interleaved over rounds: cold download wall time of the agent (`python
 --compare-read, the agent reading responses through botocore's StreamingBody.read; with --compare-env, the agent
 with those environment variables); the CPU time (user + system) of
 each tool and of the S3 server during its run; peak RSS of each process (wait4; it includes the forking benchmark
-process's own RSS as a floor); zlib's CRC32 throughput; and the in-process time of a warm-cache hit for a 100-file
+process's own RSS as a floor); the CRC32 throughput of zlib and of the agent's CRC32 (isal when installed); and the in-process time of a warm-cache hit for a 100-file
 model. Prints a Markdown section. Deletes its data afterwards.
 
-Every timed run starts after ``--settle`` seconds of quiet. On a VM whose balloon driver reports free memory to the
-host, a process that fills the page cache right after another one freed it gets pages the host still backs, and one
-that starts later gets pages the host must fault in again: writing 2 GiB measured 0.5 s of system time in the first
-case and 2.1 s in the second. Without the pause, whichever tool runs right after a deletion is favoured.
+Every round runs the tools in a rotated order (no tool always follows the same one). Before each timed run the S3
+server's files are read into the page cache (this VM pages out memory idle for a minute, through DAMON), and then
+the run waits ``--settle`` seconds of quiet. On a VM whose balloon driver reports free memory to the host, a process that
+fills the page cache right after another one freed it gets pages the host still backs, and one that starts later
+gets pages the host must fault in again: writing 2 GiB measured 0.5 s of system time in the first case and 2.1 s in
+the second. Without the pause, whichever tool runs right after a deletion is favoured.
 """
 
 from __future__ import annotations
@@ -136,6 +138,16 @@ def seed(client, bucket: str, prefix: str, files: int, size: int, tmp: str, extr
     return total
 
 
+def read_tree(path: str) -> None:
+    """Read every file under ``path`` (into the page cache)."""
+    buf = bytearray(MiB)
+    for directory, _, names in os.walk(path):
+        for name in names:
+            with open(os.path.join(directory, name), "rb", buffering=0) as fh:
+                while fh.readinto(buf):
+                    pass
+
+
 def process_cpu(pid: int) -> float:
     """User + system CPU seconds a process has used so far (/proc/<pid>/stat)."""
     with open(f"/proc/{pid}/stat") as fh:
@@ -143,15 +155,16 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def zlib_crc32_gib_per_s() -> float:
-    import zlib
-
-    data = memoryview(os.urandom(256 * MiB))
+def crc32_gib_per_s(update) -> float:
+    """One core's throughput of a CRC-32 update function over one reused 1 MiB buffer, as the agent hashes each
+    read right after receiving it into its thread's buffer (in cache: on this VM, CRCs over a buffer larger than
+    the cache run at a quarter of the speed or less, bound by memory reads)."""
+    data = os.urandom(MiB)
     start = time.perf_counter()
     crc = 0
-    for i in range(0, len(data), MiB):
-        crc = zlib.crc32(data[i:i + MiB], crc)
-    return 0.25 / (time.perf_counter() - start)
+    for _ in range(1024):
+        crc = update(data, crc)
+    return 1 / (time.perf_counter() - start)
 
 
 def run_timed(cmd: list[str], env: dict, server_pid: int) -> tuple[float, int, float, float]:
@@ -257,7 +270,9 @@ def main() -> int:
         server_cpu = {name: [] for name in tools}
         os.sync()  # the seeding's dirty pages are written back before anything is timed
         for r in range(args.rounds):
-            for name in tools:
+            # each round starts one tool later, so no tool always runs right after the same other one (the runs
+            # disturb each other's memory: see "settle")
+            for name in tools[r % len(tools):] + tools[:r % len(tools)]:
                 dest = os.path.join(work, f"dest-{name}-{r}")
                 run_env = dict(env, **variant_env.get(name, {}))
                 if name.startswith("agent"):
@@ -269,6 +284,9 @@ def main() -> int:
                 else:
                     cmd = [tool("aws"), "s3", "cp", "--recursive", "--endpoint-url", endpoint, "--only-show-errors",
                            f"s3://{bucket}/{prefix}", dest + "/"]
+                # every tool finds the server's data in the page cache: this VM pages out memory left idle for a
+                # minute (DAMON), and a copy read once per round would otherwise be read from disk
+                read_tree(weed_dir)
                 time.sleep(args.settle)
                 elapsed, maxrss, used, served = run_timed(cmd, run_env, weed.pid)
                 got = dir_bytes(dest)
@@ -297,7 +315,12 @@ def main() -> int:
             cache.ensure(small_root, small)
             hits.append((time.perf_counter() - t) * 1000)
 
-        crc_rate = zlib_crc32_gib_per_s()
+        import zlib
+
+        from nvme_agent.checksums import crc32_function
+        crc_rate = crc32_gib_per_s(zlib.crc32)
+        agent_crc32 = crc32_function()
+        agent_crc_rate = None if agent_crc32 is zlib.crc32 else crc32_gib_per_s(agent_crc32)
         med = {k: statistics.median(v) for k, v in runs.items()}
         # each round's runs are side by side: the median of the per-round ratios discounts drift between rounds
         round_ratio = {k: statistics.median(x / y for x, y in zip(v, runs["s5cmd"], strict=True))
@@ -308,7 +331,8 @@ def main() -> int:
             "",
             f"Loopback S3 (SeaweedFS {subprocess.run([tool('weed'), 'version'], capture_output=True, text=True).stdout.split()[2]}"
             f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {args.file_mib} MiB "
-            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds, fresh destination each run, {args.settle:g} s of "
+            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds (the order rotated by one tool each round), fresh "
+            f"destination each run, {args.settle:g} s of "
             f"quiet before each run, medians.",
             "",
             "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd (ratio of medians) "
@@ -330,8 +354,10 @@ def main() -> int:
                if "agent-md5" in med else "")
             + (f"; agent (readinto) / agent reading through StreamingBody.read: "
                f"**{med['agent'] / med['agent-read']:.2f}x**" if "agent-read" in med else "") + ".",
-            f"- zlib CRC32 on this machine: {crc_rate:.2f} GiB/s on one core, so verifying {gib:.2f} GiB by CRC32 "
-            f"costs {gib / crc_rate:.2f} s of CPU that s5cmd (which verifies nothing) does not spend.",
+            f"- zlib CRC32 on this machine: {crc_rate:.2f} GiB/s on one core, so verifying {gib:.2f} GiB by zlib's "
+            f"CRC32 costs {gib / crc_rate:.2f} s of CPU that s5cmd (which verifies nothing) does not spend"
+            + (f"; the agent's CRC32 ({agent_crc32.__module__}): {agent_crc_rate:.2f} GiB/s, "
+               f"{gib / agent_crc_rate:.2f} s." if agent_crc_rate else "; the agent uses zlib's."),
             f"- Agent peak RSS while downloading {gib:.2f} GiB: **{max(rss['agent']) / 1024:.0f} MiB** "
             f"(max over runs; target <= 256 MiB).",
             f"- Warm-cache hit (`ensure` on a complete 100-file model, in-process): median "

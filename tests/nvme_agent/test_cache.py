@@ -182,9 +182,9 @@ def test_agent_source_files_is_a_self_contained_flat_package():
     assert set(files) == {n for n in os.listdir(here) if n.endswith(".py")}
     assert not [n for n in os.listdir(here) if n != "__pycache__" and not n.endswith(".py")]
     assert all(re.fullmatch(r"[-._a-zA-Z0-9]+", k) for k in files)
-    # AND they import only the stdlib, boto3/botocore/s3transfer, huggingface_hub, awscrt (optional: imported in a
-    # try / except ImportError), and each other (relatively)
-    allowed_third_party = {"boto3", "botocore", "s3transfer", "huggingface_hub", "awscrt"}
+    # AND they import only the stdlib, boto3/botocore/s3transfer, huggingface_hub, awscrt and isal (optional:
+    # imported in a try / except ImportError), and each other (relatively)
+    allowed_third_party = {"boto3", "botocore", "s3transfer", "huggingface_hub", "awscrt", "isal"}
     import sys
     for name, source in files.items():
         for node in ast.walk(ast.parse(source)):

@@ -6,6 +6,7 @@ import base64
 import collections
 import json
 import os
+import sys
 import urllib.parse
 import zlib
 
@@ -697,9 +698,43 @@ def test_checksum_choice_for_crc32c_and_crc64nvme_with_and_without_awscrt(monkey
     assert pick({"ETag": md5, "ChecksumCRC32C": "AAAAAA==", "ChecksumCRC64NVME": "AAAAAAAAAAA="})["algo"] == "md5"
 
 
-@pytest.mark.parametrize("algo,check", [("crc32", 0xCBF43926), ("crc32c", 0xE3069283),
-                                        ("crc64nvme", 0xAE8B14860A799888)])
-def test_crc_of_ranges_equals_the_crc_of_the_whole(algo, check, tmp_path):
+@pytest.fixture
+def crc32_impl(request, monkeypatch):
+    """Selects the CRC-32 implementation (``isal``, a dev dependency, or zlib's) for the test's duration."""
+    monkeypatch.setenv("NVME_AGENT_CRC32", request.param)
+    checksums.crc32_function.cache_clear()
+    yield checksums.crc32_function()
+    checksums.crc32_function.cache_clear()
+
+
+@pytest.mark.parametrize("crc32_impl", ["auto"], indirect=True)
+def test_crc32_uses_isal_when_importable(crc32_impl, monkeypatch):
+    import isal.isal_zlib
+
+    assert crc32_impl is isal.isal_zlib.crc32
+    # AND without isal, zlib's
+    monkeypatch.setitem(sys.modules, "isal.isal_zlib", None)  # makes the import fail
+    checksums.crc32_function.cache_clear()
+    assert checksums.crc32_function() is zlib.crc32
+
+
+@pytest.mark.parametrize("crc32_impl", ["zlib"], indirect=True)
+def test_crc32_is_zlibs_when_asked(crc32_impl):
+    assert crc32_impl is zlib.crc32
+
+
+def test_crc32_choice_other_than_auto_or_zlib_is_refused_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("NVME_AGENT_CRC32", "fast")
+    checksums.crc32_function.cache_clear()
+    with pytest.raises(ValueError, match="NVME_AGENT_CRC32 must be auto or zlib, got 'fast'"):
+        checksums.crc32_function()
+    checksums.crc32_function.cache_clear()
+
+
+@pytest.mark.parametrize("algo,check,crc32_impl", [
+    ("crc32", 0xCBF43926, "auto"), ("crc32", 0xCBF43926, "zlib"), ("crc32c", 0xE3069283, "auto"),
+    ("crc64nvme", 0xAE8B14860A799888, "auto")], indirect=["crc32_impl"])
+def test_crc_of_ranges_equals_the_crc_of_the_whole(algo, check, crc32_impl, tmp_path):
     # GIVEN the catalogue check value of the algorithm (the CRC of b"123456789")
     width = checksums.CRCS[algo].width // 8
     assert checksums.StreamHasher(algo).digest() == bytes(width)
