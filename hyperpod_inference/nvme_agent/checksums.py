@@ -55,9 +55,9 @@ def crt_checksums():
 
     The stdlib has no CRC-32C or CRC-64/NVME, and a pure-Python CRC would be far slower than MD5; ``awscrt`` (the
     AWS Common Runtime, ``pip install awscrt``, also pulled in by ``botocore[crt]``) computes them with the CPU's CRC
-    instructions (8-50 GiB/s on one core where zlib's CRC-32 does 1.4-4.5 GiB/s). The agent does not require it: without
-    it, objects that carry only those checksums are verified by their MD5 ETag. Looked up once (a failed import is
-    not cached by Python: every attempt would search ``sys.path`` again).
+    instructions (45-50 GiB/s on one core here, in cache, where zlib's CRC-32 does ~5 GiB/s). The agent does not
+    require it: without it, objects that carry only those checksums are verified by their MD5 ETag. Looked up once
+    (a failed import is not cached by Python: every attempt would search ``sys.path`` again).
     """
     try:
         from awscrt import checksums
@@ -71,10 +71,10 @@ def crc32_function():
     """The CRC-32 update function ``(data, crc) -> crc``: ``isal.isal_zlib.crc32`` when ``isal`` can be imported,
     else ``zlib.crc32``.
 
-    zlib 1.2/1.3's table-driven CRC-32 does 1.4-4.5 GiB/s on one core, which makes it the largest CPU cost of a
-    download after the network and the page cache (~0.5-1.5 s of CPU for 2 GiB). ``isal`` (Intel ISA-L,
-    ``pip install isal``; wheels for x86_64 and aarch64) computes the same CRC with the CPU's carry-less multiply
-    at 50+ GiB/s. The agent does not require it. ``NVME_AGENT_CRC32=zlib`` uses zlib's even when ``isal`` is there
+    zlib 1.2/1.3's table-driven CRC-32 does ~4.5-5 GiB/s on one core on data in cache (as each read is hashed right
+    after it arrives), ~0.4 s of CPU for 2 GiB: the largest CPU cost of a download after the network and the page
+    cache. ``isal`` (Intel ISA-L, ``pip install isal``; wheels for x86_64 and aarch64) computes the same CRC with the
+    CPU's carry-less multiply at 70+ GiB/s. The agent does not require it. ``NVME_AGENT_CRC32=zlib`` uses zlib's even when ``isal`` is there
     (for side-by-side measurements).
     """
     choice = os.environ.get("NVME_AGENT_CRC32") or "auto"
