@@ -10,7 +10,8 @@ Algorithms (the ``algo`` of a manifest entry):
   agent reads from ``HeadObject(PartNumber=1)``. Every AWS SDK/CLI uploader uses equal parts (except the last), which
   is what this check assumes.
 - ``s3-composite``: an S3 composite (per-part) additional checksum of a multipart object, ``base`` one of ``crc32``,
-  ``crc32c``, ``sha1``, ``sha256``: ``base64(base(digest1+...+digestN))-N`` over the parts' raw digests (part size as above).
+  ``crc32c``, ``sha1``, ``sha256``: ``base64(base(digest1+...+digestN))-N`` over the parts' raw digests (part size
+  as above).
 - ``sha256`` / ``sha1`` / ``crc32`` / ``crc32c`` / ``crc64nvme``: S3 additional checksums (base64 of the big-endian
   digest), or, for ``sha256`` in hex, the Hub's LFS sha256. ``crc32c`` and ``crc64nvme`` need ``awscrt`` (see
   :func:`crt_checksums`); ``crc32`` is ``isal``'s when it can be imported, else zlib's (see :func:`crc32_function`).
@@ -74,8 +75,8 @@ def crc32_function():
     zlib 1.2/1.3's table-driven CRC-32 does ~4.5-5 GiB/s on one core on data in cache (as each read is hashed right
     after it arrives), ~0.4 s of CPU for 2 GiB: the largest CPU cost of a download after the network and the page
     cache. ``isal`` (Intel ISA-L, ``pip install isal``; wheels for x86_64 and aarch64) computes the same CRC with the
-    CPU's carry-less multiply at 70+ GiB/s. The agent does not require it. ``NVME_AGENT_CRC32=zlib`` uses zlib's even when ``isal`` is there
-    (for side-by-side measurements).
+    CPU's carry-less multiply at 70+ GiB/s. The agent does not require it. ``NVME_AGENT_CRC32=zlib`` uses zlib's
+    even when ``isal`` is there (for side-by-side measurements).
     """
     choice = os.environ.get("NVME_AGENT_CRC32") or "auto"
     if choice not in ("auto", "zlib"):
