@@ -344,27 +344,39 @@ def _prepare_partial(root: str, final: str, partial: str) -> None:
     os.makedirs(partial, exist_ok=True)
 
 
-def _scan_partial(partial: str, entries: list[dict], spec: dict) -> tuple[set[str], int]:
+def _describe(spec: dict, entries: list[dict], opts: Options) -> None:
+    """Give checksums to entries the source planned without one (S3: a HEAD per object)."""
+    if spec["source"] == S3 and any("checksum" not in e for e in entries):
+        from . import s3_source
+        s3_source.describe(spec, entries, opts.s3_settings())
+
+
+def _scan_partial(partial: str, entries: list[dict], spec: dict, opts: Options) -> tuple[set[str], int]:
     """Keep verified files, delete everything else; return (verified paths, verified bytes)."""
     wanted = {e["path"]: e for e in entries}
-    verified = set()
     keep_dirs = {LEASES}
     if spec["source"] == HUGGINGFACE:
         from .hf_source import HF_METADATA_DIR
         keep_dirs.add(HF_METADATA_DIR)
+    present = []
     for dirpath, dirs, files in os.walk(partial):
         if dirpath == partial:
             dirs[:] = [d for d in dirs if d not in keep_dirs]
         for name in files:
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, partial).replace(os.sep, "/")
-            entry = wanted.get(rel)
-            if entry is not None and checksums.matches(path, entry):
-                verified.add(rel)
+            if rel in wanted:
+                present.append((path, rel))
             else:
-                if entry is not None:
-                    log.info("re-fetching %s: incomplete or checksum mismatch", rel)
                 os.unlink(path)
+    _describe(spec, [wanted[rel] for _, rel in present], opts)
+    verified = set()
+    for path, rel in present:
+        if checksums.matches(path, wanted[rel]):
+            verified.add(rel)
+        else:
+            log.info("re-fetching %s: incomplete or checksum mismatch", rel)
+            os.unlink(path)
     return verified, sum(wanted[p]["size"] for p in verified)
 
 
@@ -397,7 +409,7 @@ def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
     for name in (COMPLETE, MANIFEST):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(partial, name))
-    verified, have = _scan_partial(partial, entries, spec)
+    verified, have = _scan_partial(partial, entries, spec, opts)
     todo = [e for e in entries if e["path"] not in verified]
     needed = sum(e["size"] for e in todo)
     log.info("%s: %d file(s) to fetch (%d bytes), %d already verified", rel, len(todo), needed, len(verified))

@@ -1,11 +1,12 @@
-"""S3 source: list + HEAD for metadata; parallel ranged GETs (across and within files) to download, verifying each
-file's checksum while it streams in.
+"""S3 source: a listing for names, sizes and ETags, a HEAD per file for its checksum; parallel ranged GETs (across and
+within files) to download, verifying each file's checksum while it streams in.
 
-The endpoint is whatever boto3 resolves (``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3`` are honoured by boto3 itself).
+The endpoint is whatever botocore resolves (it honours ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3`` itself).
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import http.client
@@ -13,6 +14,7 @@ import logging
 import os
 import posixpath
 import re
+import sys
 import threading
 import uuid
 
@@ -56,6 +58,7 @@ class TransferSettings:
                 raise ValueError(f"NVME_AGENT_S3_{name.upper()} must be at least 4096 bytes, got {getattr(self, name)}")
         self._clients = {}
         self._clients_lock = threading.Lock()
+        self._pool = None
 
     def client(self, spec: dict):
         """One S3 client per region for every request of this run (a client is thread-safe; making one costs
@@ -66,17 +69,62 @@ class TransferSettings:
                 self._clients[region] = _client(spec, self)
             return self._clients[region]
 
+    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The run's transfer threads (HEADs and GETs), all started before any request is queued.
+
+        A ThreadPoolExecutor starts a thread per ``submit`` up to ``max_workers``, and each start waits until the new
+        thread runs. Once the first workers are busy in botocore (Python code, holding the GIL), the new thread gets
+        the GIL only after the interpreter's switch interval (5 ms): 16 HEADs sent that way waited 35 ms in all for
+        their threads to start. Started while nothing else runs, 16 threads take about 2 ms. Idle threads end with
+        the pool (when these settings are dropped) or at exit.
+        """
+        with self._clients_lock:
+            if self._pool is None:
+                workers = max(1, self.max_concurrency)
+                pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nvme-agent-s3")
+                # every worker blocks in the barrier, so each submit starts a new thread (an idle one would be reused)
+                started = threading.Barrier(workers + 1)
+                for _ in range(workers):
+                    pool.submit(started.wait)
+                started.wait()
+                self._pool = pool
+            return self._pool
+
 
 def _client(spec: dict, settings: TransferSettings):
-    import boto3
-    from botocore.config import Config
+    with _botocore_without_crt():
+        import botocore.session
+        from botocore.config import Config
 
     cfg = Config(
         max_pool_connections=max(settings.max_concurrency * 2, 10),
         retries={"max_attempts": 8, "mode": "adaptive"},
         user_agent_extra="hyperpod-nvme-agent",
     )
-    return boto3.session.Session().client("s3", region_name=spec.get("region"), config=cfg)
+    # botocore's own session (boto3's adds nothing the agent uses, and importing boto3 costs another ~0.01 s)
+    return botocore.session.Session().create_client("s3", region_name=spec.get("region"), config=cfg)
+
+
+@contextlib.contextmanager
+def _botocore_without_crt():
+    """Import botocore as it imports where ``awscrt`` is not installed (``NVME_AGENT_BOTOCORE_CRT=1``: as it is).
+
+    When ``awscrt`` can be imported, botocore loads it on import (its native library: ~0.04 s of every cold start,
+    BENCHMARKS.md) to sign requests through the CRT, which the agent has no use for (it never uses botocore's CRT
+    transfer client). ``None`` in ``sys.modules`` makes that import fail, as it does without the package; the entry
+    is removed afterwards, so the agent's own CRC-32C / CRC-64/NVME (:func:`checksums.crt_checksums`) can still
+    import ``awscrt``. Nothing changes when botocore or awscrt are already imported (e.g. in-process use).
+    """
+    if "botocore.compat" in sys.modules or "awscrt" in sys.modules \
+            or os.environ.get("NVME_AGENT_BOTOCORE_CRT") == "1":
+        yield
+        return
+    sys.modules["awscrt"] = None
+    try:
+        yield
+    finally:
+        if sys.modules.get("awscrt", False) is None:
+            del sys.modules["awscrt"]
 
 
 def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
@@ -157,10 +205,15 @@ def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
 
 
 def plan(spec: dict, settings: TransferSettings) -> tuple[str, list[dict]]:
-    """List the objects under the prefix; return (revision, manifest entries)."""
+    """List the objects under the prefix; return (revision, manifest entries).
+
+    The entries have the path, key, size and ETag the listing gives, and no ``checksum`` yet: that takes a HEAD per
+    object, which :func:`download` sends for each file right before its GETs (the first bytes arrive while later
+    files are still being looked up) and :func:`describe` sends for files that are already on disk.
+    """
     client = settings.client(spec)
     bucket, prefix = spec["bucket"], spec["prefix"]
-    objects = []
+    entries = []
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for obj in page.get("Contents", []):
             key = obj["Key"]
@@ -170,19 +223,33 @@ def plan(spec: dict, settings: TransferSettings) -> tuple[str, list[dict]]:
             norm = posixpath.normpath(rel)
             if norm.startswith("../") or norm == ".." or norm.startswith("/"):
                 raise ValueError(f"refusing object key outside the prefix: {key!r}")
-            objects.append((key, norm))
-    if not objects:
+            entries.append({"path": norm, "key": key, "size": int(obj["Size"]),
+                            "etag": str(obj.get("ETag", "")).strip('"')})
+    if not entries:
         raise FileNotFoundError(f"no objects under s3://{bucket}/{prefix}")
-
-    def head(item):
-        key, rel = item
-        h = client.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
-        return {"path": rel, "key": key, "size": int(h["ContentLength"]), "etag": str(h.get("ETag", "")).strip('"'),
-                "checksum": _checksum_for(client, bucket, key, h)}
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(settings.max_concurrency, 32)) as pool:
-        entries = list(pool.map(head, objects))
     return "latest", sorted(entries, key=lambda e: e["path"])
+
+
+class ObjectChanged(RuntimeError):
+    """An object was replaced between the listing and its HEAD."""
+
+
+def _describe_one(client, bucket: str, entry: dict) -> None:
+    """HEAD one listed object and set ``entry["checksum"]`` (see :func:`_checksum_for`)."""
+    head = client.head_object(Bucket=bucket, Key=entry["key"], ChecksumMode="ENABLED")
+    etag = str(head.get("ETag", "")).strip('"')
+    if (entry.get("etag") and etag != entry["etag"]) or int(head["ContentLength"]) != entry["size"]:
+        raise ObjectChanged(f"s3://{bucket}/{entry['key']} changed after it was listed (ETag {entry.get('etag')!r}, "
+                            f"{entry['size']} bytes; now {etag!r}, {head['ContentLength']} bytes): run the agent "
+                            f"again")
+    entry["checksum"] = _checksum_for(client, bucket, entry["key"], head)
+
+
+def describe(spec: dict, entries: list[dict], settings: TransferSettings) -> None:
+    """Set the ``checksum`` of planned entries that have none (a HEAD per object, in parallel)."""
+    client = settings.client(spec)
+    todo = [e for e in entries if "checksum" not in e]
+    list(settings.pool().map(lambda e: _describe_one(client, spec["bucket"], e), todo))
 
 
 def download(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:
@@ -202,6 +269,7 @@ class _FileJob:
 
     def __init__(self, entry: dict, dest_dir: str, settings: TransferSettings):
         self.entry = entry
+        self.settings = settings
         self.target = os.path.join(dest_dir, entry["path"])
         directory, name = os.path.split(self.target)
         # a leftover of a killed run is not in the manifest, so the next run's scan deletes it
@@ -209,11 +277,19 @@ class _FileJob:
         self.fd = None
         self.lock = threading.Lock()
         self.error = None
+        self.ranges = []
+        self.hashers = None  # one StreamHasher per range, or None: verify by reading the file back
+        self.combine = None
+        self.pending = 0
+        if "checksum" in entry:
+            self.layout()
+
+    def layout(self) -> None:
+        """The ranges to GET and how to hash them, from the entry's checksum."""
+        entry, settings = self.entry, self.settings
         size = entry["size"]
         checksum = entry.get("checksum") or {"algo": "size"}
         algo = checksum["algo"]
-        self.hashers = None  # one StreamHasher per range, or None: verify by reading the file back
-        self.combine = None
         if algo in ("s3-multipart-md5", "s3-composite"):
             # one range per part: each part's digest is computed as the part streams in
             step = int(checksum["partSize"])
@@ -372,18 +448,61 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
             body.close()
 
 
+class _Schedule:
+    """Hands the transfer threads their tasks: a range of a file whose ranges are known, oldest file first (files
+    finish one after the other), else the next file to prepare (its HEAD). A thread that finds nothing waits while
+    another one is still preparing a file (its ranges are coming); all end when every task has been handed out, or
+    at :meth:`stop`."""
+
+    def __init__(self, jobs: list[_FileJob]):
+        self._cond = threading.Condition()
+        self._unprepared = collections.deque(jobs)
+        self._ranges = collections.deque()
+        self._preparing = 0
+        self._stopped = False
+
+    def next(self) -> tuple[_FileJob, int | None] | None:
+        """``(job, range index)``, ``(job, None)`` to prepare the job, or None: no more tasks."""
+        with self._cond:
+            while True:
+                if self._stopped:
+                    return None
+                if self._ranges:
+                    return self._ranges.popleft()
+                if self._unprepared:
+                    self._preparing += 1
+                    return self._unprepared.popleft(), None
+                if not self._preparing:
+                    return None
+                self._cond.wait()
+
+    def prepared(self, job: _FileJob, indexes) -> None:
+        with self._cond:
+            self._preparing -= 1
+            self._ranges.extend((job, i) for i in indexes)
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+
 def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:
     """Parallel ranged GETs over all files at once, each worker writing its range at its offset and hashing it.
 
-    Range boundaries follow the object's parts when the checksum is per part (multipart ETag: one MD5 per part;
-    composite S3 checksum); a full-object CRC32 is computed per range and the range CRCs combined; an object with
-    another sequential checksum (MD5 ETag, full-object SHA-256/SHA-1) is one GET up to ``stream_hash_max``. No file is
-    read back to verify it, except large objects of that last kind.
+    Each file is prepared by a transfer thread: a HEAD for its checksum (unless the entry has one), its ranges, its
+    temporary file; that thread then GETs the file's first range while the others take the next tasks. Range
+    boundaries follow the object's parts when the checksum is per part (multipart ETag: one MD5 per part; composite
+    S3 checksum); a full-object CRC is computed per range and the range CRCs combined; an object with another
+    sequential checksum (MD5 ETag, full-object SHA-256/SHA-1) is one GET up to ``stream_hash_max``. No file is read
+    back to verify it, except large objects of that last kind.
     """
     client = settings.client(spec)
     bucket = spec["bucket"]
     retryable = _streaming_errors()
     jobs = [_FileJob(e, dest_dir, settings) for e in entries]
+    schedule = _Schedule(jobs)
     errors = []
 
     def finish(job: _FileJob) -> None:
@@ -414,24 +533,47 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
         if last:
             finish(job)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, settings.max_concurrency)) as pool:
-        futures = []
-        for job in jobs:
-            try:
-                job.open()
-            except OSError as exc:
-                job.error = exc
-                errors.append((job.entry["path"], exc))
-                continue
-            if not job.ranges:  # an empty object: nothing to GET
-                finish(job)
-                continue
-            # files in order, ranges in order: files complete (and are verified) one after the other
-            futures.extend(pool.submit(run, job, i) for i in range(len(job.ranges)))
-        concurrent.futures.wait(futures)
+    def prepare(job: _FileJob) -> bool:
+        """HEAD (when needed), ranges, temporary file; True when the job has ranges to GET."""
+        ranges = []
+        try:
+            if "checksum" not in job.entry:
+                _describe_one(client, bucket, job.entry)
+                job.layout()
+            job.open()
+            ranges = job.ranges
+        except BaseException as exc:  # noqa: BLE001 - the file fails, the others go on
+            job.error = exc
+            job.close(keep=False)
+            errors.append((job.entry["path"], exc))
+            return False
+        finally:
+            schedule.prepared(job, range(1, len(ranges)))  # the first range is this thread's
+        if not ranges:  # an empty object: nothing to GET
+            finish(job)
+        return bool(ranges)
+
+    def worker() -> None:
+        while (task := schedule.next()) is not None:
+            job, index = task
+            if index is not None:
+                run(job, index)
+            elif prepare(job):
+                run(job, 0)
+
+    pool = settings.pool()
+    workers = [pool.submit(worker) for _ in range(max(1, settings.max_concurrency))]
+    try:
+        concurrent.futures.wait(workers)
+    finally:
+        # interrupted (SIGTERM): no new tasks; the running ones end before their files are closed below
+        schedule.stop()
+        concurrent.futures.wait(workers)
     for job in jobs:
         if job.fd is not None:  # never finished (interrupted)
             job.close(keep=False)
+    for future in workers:
+        future.result()  # a worker's own failure (the tasks catch theirs)
     if errors:
         path, exc = errors[0]
         raise RuntimeError(f"{len(errors)} file(s) failed, first {path}: {exc}") from exc
@@ -447,6 +589,7 @@ def _download_transfer_manager(spec: dict, entries: list[dict], dest_dir: str, s
     from s3transfer.subscribers import BaseSubscriber
 
     client = settings.client(spec)
+    describe(spec, entries, settings)  # the files are verified against their checksums after the download
     config = TransferConfig(
         multipart_threshold=settings.multipart_threshold,
         multipart_chunksize=settings.chunk_size,

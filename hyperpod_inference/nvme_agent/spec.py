@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 
@@ -126,5 +127,11 @@ def model_relative_dir(spec: dict | str) -> str:
 
 
 def required_modules(spec: dict | str) -> list[str]:
-    """Python modules the agent needs to download this spec (none for a local directory)."""
-    return {S3: ["boto3"], HUGGINGFACE: ["huggingface_hub"], LOCAL: []}[normalize_spec(spec)["source"]]
+    """Python modules the agent needs to download this spec (none for a local directory): ``botocore`` for S3 (and
+    ``boto3`` when ``NVME_AGENT_S3_TRANSFER=s3transfer`` selects boto3's transfer manager), ``huggingface_hub`` for
+    the Hub."""
+    source = normalize_spec(spec)["source"]
+    if source == S3:
+        classic = (os.environ.get("NVME_AGENT_S3_TRANSFER") or "").lower() == "s3transfer"
+        return ["botocore", "boto3"] if classic else ["botocore"]
+    return {HUGGINGFACE: ["huggingface_hub"], LOCAL: []}[source]

@@ -108,8 +108,13 @@ def test_warm_writes_readiness_only_when_all_complete_and_check_follows(s3, buck
     assert hub.count("GET", repo.repo_id, "model.safetensors") == 1
 
 
-@pytest.mark.parametrize("source,module", [("s3", "boto3"), ("huggingface", "huggingface_hub")])
-def test_missing_module_exits_3_naming_it(tmp_path, source, module):
+@pytest.mark.parametrize("source,module,env", [
+    ("s3", "botocore", {}),
+    # boto3 is needed only by boto3's transfer manager (the streaming downloader uses botocore's client)
+    ("s3", "boto3", {"NVME_AGENT_S3_TRANSFER": "s3transfer"}),
+    ("huggingface", "huggingface_hub", {}),
+])
+def test_missing_module_exits_3_naming_it(tmp_path, source, module, env):
     # GIVEN an environment where the module the source needs cannot be imported
     shadow = tmp_path / "shadow" / module
     shadow.mkdir(parents=True)
@@ -120,7 +125,7 @@ def test_missing_module_exits_3_naming_it(tmp_path, source, module):
         "source": "huggingface", "modelId": "acme/x", "revision": COMMIT}
 
     # WHEN the agent starts
-    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec),
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec), env=env,
                        pythonpath=f"{tmp_path / 'shadow'}{os.pathsep}{AGENT_PARENT}")
 
     # THEN it exits with code 3 and names the module
@@ -135,7 +140,7 @@ def test_missing_module_exits_3_naming_it(tmp_path, source, module):
     (final / "manifest.json").write_text(json.dumps({"version": cache.MANIFEST_VERSION, "files": [
         {"path": "config.json", "size": 2, "checksum": {"algo": "size"}}]}))
     (final / ".complete").write_text("1\n")
-    hit = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec),
+    hit = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec), env=env,
                     pythonpath=f"{tmp_path / 'shadow'}{os.pathsep}{AGENT_PARENT}")
     assert hit.returncode == 0, hit.stderr
     assert hit.stdout.strip() == str(final)

@@ -6,6 +6,7 @@ import base64
 import collections
 import json
 import os
+import subprocess
 import sys
 import urllib.parse
 import zlib
@@ -220,6 +221,158 @@ def test_python_m_nvme_agent_runs_from_a_copy_of_agent_source_files(s3, bucket, 
     assert open(os.path.join(result.stdout.strip(), "config.json"), "rb").read() == files["config.json"]
 
 
+@pytest.fixture
+def s3_requests(monkeypatch):
+    """The agent's S3 requests in this process, in the order they were sent: ``(operation, object name)``."""
+    sent = []
+    original = s3_source._client
+
+    def recording_client(spec, settings):
+        client = original(spec, settings)
+
+        def record(request, event_name, **_):
+            operation = event_name.rsplit(".", 1)[-1]
+            path = urllib.parse.unquote(urllib.parse.urlsplit(request.url).path)
+            sent.append((operation, path.rsplit("/", 1)[-1] if operation != "ListObjectsV2" else ""))
+
+        client.meta.events.register("before-send.s3", record)
+        return client
+
+    monkeypatch.setattr(s3_source, "_client", recording_client)
+    return sent
+
+
+def test_each_file_is_looked_up_right_before_its_gets_and_files_go_in_order(s3, bucket, tmp_path, s3_requests):
+    # GIVEN a three-file model (each object small: one GET)
+    files = put_model(s3, bucket)
+
+    # WHEN one transfer thread downloads it
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.Options(concurrency=1))
+
+    # THEN one listing, then per file in path order its HEAD and then its GET: a file's bytes are on their way
+    # before the next file is looked up (no HEAD-everything phase before the first GET)
+    names = sorted(files)
+    assert s3_requests == [("ListObjectsV2", ""), *[(op, n) for n in names for op in ("HeadObject", "GetObject")]]
+    # AND the manifest has the checksums those HEADs gave (MD5 ETags here)
+    assert {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]} == dict.fromkeys(names, "md5")
+
+
+def test_an_object_replaced_after_the_listing_fails_naming_it(s3, bucket, tmp_path, monkeypatch):
+    # GIVEN a model whose tokenizer is overwritten right after the agent listed the prefix
+    put_model(s3, bucket)
+    original = s3_source.plan
+
+    def plan_then_overwrite(spec, settings):
+        planned = original(spec, settings)
+        s3.put_object(Bucket=bucket, Key="qwen/tokenizer.json", Body=b"a newer tokenizer")
+        return planned
+
+    monkeypatch.setattr(s3_source, "plan", plan_then_overwrite)
+
+    # WHEN the agent ensures the model THEN it fails naming the object and what changed, and marks nothing
+    with pytest.raises(RuntimeError, match=r"tokenizer.json changed after it was listed .*run the agent again"):
+        cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
+    assert not list((tmp_path / "nvme").rglob(".complete"))
+
+    # AND the next run, which lists the new object, succeeds
+    monkeypatch.setattr(s3_source, "plan", original)
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
+    assert open(os.path.join(final, "tokenizer.json"), "rb").read() == b"a newer tokenizer"
+
+
+def test_transfer_threads_are_all_started_before_the_first_request():
+    # GIVEN transfer settings for 5 parallel requests
+    import threading
+
+    settings = s3_source.TransferSettings(max_concurrency=5)
+    before = {t.ident for t in threading.enumerate()}
+
+    # WHEN the run's pool is made
+    pool = settings.pool()
+
+    # THEN its 5 threads are already running (no thread start waits for the GIL once requests are in flight), and
+    # the run has one pool
+    started = [t for t in threading.enumerate() if t.ident not in before and t.name.startswith("nvme-agent-s3")]
+    assert len(started) == 5
+    assert settings.pool() is pool
+    pool.shutdown()
+
+
+def test_schedule_hands_out_ranges_of_prepared_files_before_preparing_more():
+    # GIVEN a schedule of three files
+    import threading
+
+    a, b, c = "file-a", "file-b", "file-c"
+    schedule = s3_source._Schedule([a, b, c])
+
+    # WHEN two threads take tasks THEN they prepare the first two files
+    assert schedule.next() == (a, None)
+    assert schedule.next() == (b, None)
+    # AND WHEN the first file turns out to have ranges 1 and 2 beside the one its thread GETs itself
+    schedule.prepared(a, [1, 2])
+    # THEN the next tasks are those ranges, before the third file is prepared
+    assert [schedule.next(), schedule.next(), schedule.next()] == [(a, 1), (a, 2), (c, None)]
+
+    # AND WHEN nothing is left but a file being prepared, a thread asking for work waits for its ranges
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(schedule.next()))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not got
+    schedule.prepared(b, [1])
+    waiter.join(5)
+    assert got == [(b, 1)]
+    # AND once every file is prepared and every range handed out, there is no more work
+    schedule.prepared(c, [])
+    assert schedule.next() is None
+
+
+def test_stopped_schedule_hands_out_nothing_and_wakes_waiting_threads():
+    # GIVEN a thread waiting for the ranges of a file that is being prepared
+    import threading
+
+    schedule = s3_source._Schedule(["file-a", "file-b"])
+    assert schedule.next() == ("file-a", None)
+    assert schedule.next() == ("file-b", None)
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(schedule.next()))
+    waiter.start()
+
+    # WHEN the download is interrupted
+    schedule.stop()
+
+    # THEN the waiting thread ends with no task, and the ranges of a file prepared afterwards are not handed out
+    waiter.join(5)
+    assert got == [None]
+    schedule.prepared("file-a", [1, 2])
+    assert schedule.next() is None
+
+
+def test_botocore_is_imported_without_awscrt_and_the_agent_can_still_use_awscrt(tmp_path):
+    # GIVEN a Python where awscrt is installed (a dev dependency) and nothing is imported yet
+    code = """
+import json, sys
+from nvme_agent import checksums, s3_source
+s3_source._client({"region": "us-east-1"}, s3_source.TransferSettings())
+import botocore.compat
+print(json.dumps({"botocore_crt": botocore.compat.HAS_CRT, "agent_crt": checksums.crt_checksums() is not None}))
+"""
+    from .conftest import AGENT_PARENT, agent_env
+
+    def run(extra):
+        result = subprocess.run([sys.executable, "-c", code], env=agent_env(dict(extra, AWS_DEFAULT_REGION="us-east-1")),
+                                capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    assert AGENT_PARENT
+    # WHEN the agent makes its S3 client THEN botocore runs as without awscrt (no CRT signer, no native library
+    # loaded at start), and the agent's own CRC-64/NVME and CRC-32C still get awscrt
+    assert run({}) == {"botocore_crt": False, "agent_crt": True}
+    # AND NVME_AGENT_BOTOCORE_CRT=1 leaves botocore as it is
+    assert run({"NVME_AGENT_BOTOCORE_CRT": "1"}) == {"botocore_crt": True, "agent_crt": True}
+
+
 def upload_3_parts(client, bucket, key, tmp_path, extra_args: dict | None = None) -> bytes:
     """Uploads 12 MiB + 5 bytes of random data as a 3-part multipart object (5 MiB parts); returns the data."""
     data = os.urandom(12 * MiB + 5)
@@ -408,13 +561,16 @@ def keep_alive_s3(aws_env):
             if options["ignore_range"]:
                 start, end = 0, len(data) - 1
             body = data[start:end + 1]
-            self.send_response(200 if options["ignore_range"] else 206)
-            self.send_header("Content-Length", str(len(body)))
-            if not options["ignore_range"]:
-                self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
-            self.send_header("ETag", '"0123456789abcdef0123456789abcdef"')
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(200 if options["ignore_range"] else 206)
+                self.send_header("Content-Length", str(len(body)))
+                if not options["ignore_range"]:
+                    self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+                self.send_header("ETag", '"0123456789abcdef0123456789abcdef"')
+                self.end_headers()
+                self.wfile.write(body)
+            except (ConnectionResetError, BrokenPipeError):  # the agent drops a whole-object answer to a range
+                self.close_connection = True
 
         def log_message(self, *args):
             pass
