@@ -147,3 +147,27 @@ def test_bad_local_paths_are_spec_errors(bad):
 
     with pytest.raises(SpecError):
         normalize_spec({"source": "local", "path": bad})
+
+
+def test_warm_turns_garbage_collection_back_on_for_its_loop(tmp_path):
+    # GIVEN the collector off, as `python -m nvme_agent` starts every command, and a models file with one local model
+    import gc
+
+    from hyperpod_inference.nvme_agent import cli
+
+    src = tmp_path / "fsx" / "model"
+    src.mkdir(parents=True)
+    (src / "config.json").write_text("{}")
+    models = tmp_path / "models.json"
+    models.write_text(json.dumps([{"source": "local", "path": str(src)}]))
+    gc.disable()
+    try:
+        # WHEN `warm` runs a cycle
+        code = cli.main(["warm", "--cache-root", str(tmp_path / "nvme"), "--models-file", str(models), "--once"])
+
+        # THEN the model is warm and the loop runs with the collector on (a one-shot command leaves it off)
+        assert code == 0
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()

@@ -352,12 +352,13 @@ def test_botocore_is_imported_without_awscrt_and_the_agent_can_still_use_awscrt(
     # GIVEN a Python where awscrt is installed (a dev dependency) and nothing is imported yet
     code = """
 import json, sys
-from nvme_agent import checksums, s3_source
+from nvme_agent import checksums, cli, s3_source
+cli.check_modules([{"source": "s3", "bucket": "b-models", "prefix": "x/"}])  # as `ensure` does before downloading
 s3_source._client({"region": "us-east-1"}, s3_source.TransferSettings())
 import botocore.compat
 print(json.dumps({"botocore_crt": botocore.compat.HAS_CRT, "agent_crt": checksums.crt_checksums() is not None}))
 """
-    from .conftest import AGENT_PARENT, agent_env
+    from .conftest import agent_env
 
     def run(extra):
         result = subprocess.run([sys.executable, "-c", code], env=agent_env(dict(extra, AWS_DEFAULT_REGION="us-east-1")),
@@ -365,7 +366,6 @@ print(json.dumps({"botocore_crt": botocore.compat.HAS_CRT, "agent_crt": checksum
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
-    assert AGENT_PARENT
     # WHEN the agent makes its S3 client THEN botocore runs as without awscrt (no CRT signer, no native library
     # loaded at start), and the agent's own CRC-64/NVME and CRC-32C still get awscrt
     assert run({}) == {"botocore_crt": False, "agent_crt": True}
