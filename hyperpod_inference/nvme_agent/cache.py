@@ -346,7 +346,7 @@ def _prepare_partial(root: str, final: str, partial: str) -> None:
 
 def _describe(spec: dict, entries: list[dict], opts: Options) -> None:
     """Give checksums to entries the source planned without one (S3: a HEAD per object)."""
-    if spec["source"] == S3 and any("checksum" not in e for e in entries):
+    if spec["source"] == S3:
         from . import s3_source
         s3_source.describe(spec, entries, opts.s3_settings())
 

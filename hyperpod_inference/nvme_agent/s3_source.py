@@ -247,9 +247,10 @@ def _describe_one(client, bucket: str, entry: dict) -> None:
 
 def describe(spec: dict, entries: list[dict], settings: TransferSettings) -> None:
     """Set the ``checksum`` of planned entries that have none (a HEAD per object, in parallel)."""
-    client = settings.client(spec)
     todo = [e for e in entries if "checksum" not in e]
-    list(settings.pool().map(lambda e: _describe_one(client, spec["bucket"], e), todo))
+    if todo:
+        client = settings.client(spec)
+        list(settings.pool().map(lambda e: _describe_one(client, spec["bucket"], e), todo))
 
 
 def download(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:

@@ -36,23 +36,29 @@ def spec_of(bucket, prefix="qwen/"):
     return {"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"}
 
 
+def hook_requests(monkeypatch, event: str, handler) -> None:
+    """Registers ``handler(operation, object name)`` on every S3 client the agent makes in this process, for the
+    requests matching the botocore ``before-send`` event ``event`` (e.g. ``before-send.s3.GetObject``)."""
+    original = s3_source._client
+
+    def hooked_client(spec, settings):
+        client = original(spec, settings)
+
+        def on_send(request, event_name, **_):
+            path = urllib.parse.unquote(urllib.parse.urlsplit(request.url).path)
+            handler(event_name.rsplit(".", 1)[-1], path.rsplit("/", 1)[-1])
+
+        client.meta.events.register(event, on_send)
+        return client
+
+    monkeypatch.setattr(s3_source, "_client", hooked_client)
+
+
 @pytest.fixture
 def s3_gets(monkeypatch):
     """Counts GetObject requests per key made by the agent in this process."""
     counts = collections.Counter()
-    original = s3_source._client
-
-    def counting_client(spec, settings):
-        client = original(spec, settings)
-
-        def count(request, **_):
-            path = urllib.parse.unquote(urllib.parse.urlsplit(request.url).path)
-            counts[path.rsplit("/", 1)[-1]] += 1
-
-        client.meta.events.register("before-send.s3.GetObject", count)
-        return client
-
-    monkeypatch.setattr(s3_source, "_client", counting_client)
+    hook_requests(monkeypatch, "before-send.s3.GetObject", lambda _, name: counts.update([name]))
     return counts
 
 
@@ -223,22 +229,11 @@ def test_python_m_nvme_agent_runs_from_a_copy_of_agent_source_files(s3, bucket, 
 
 @pytest.fixture
 def s3_requests(monkeypatch):
-    """The agent's S3 requests in this process, in the order they were sent: ``(operation, object name)``."""
+    """The agent's S3 requests in this process, in the order they were sent: ``(operation, object name)`` (no name
+    for a listing)."""
     sent = []
-    original = s3_source._client
-
-    def recording_client(spec, settings):
-        client = original(spec, settings)
-
-        def record(request, event_name, **_):
-            operation = event_name.rsplit(".", 1)[-1]
-            path = urllib.parse.unquote(urllib.parse.urlsplit(request.url).path)
-            sent.append((operation, path.rsplit("/", 1)[-1] if operation != "ListObjectsV2" else ""))
-
-        client.meta.events.register("before-send.s3", record)
-        return client
-
-    monkeypatch.setattr(s3_source, "_client", recording_client)
+    hook_requests(monkeypatch, "before-send.s3",
+                  lambda op, name: sent.append((op, name if op != "ListObjectsV2" else "")))
     return sent
 
 
