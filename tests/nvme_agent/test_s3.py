@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import urllib.parse
 import zlib
 
@@ -366,6 +367,87 @@ print(json.dumps({"botocore_crt": botocore.compat.HAS_CRT, "agent_crt": checksum
     assert run({}) == {"botocore_crt": False, "agent_crt": True}
     # AND NVME_AGENT_BOTOCORE_CRT=1 leaves botocore as it is
     assert run({"NVME_AGENT_BOTOCORE_CRT": "1"}) == {"botocore_crt": True, "agent_crt": True}
+
+
+def test_a_transfer_threads_read_buffer_grows_to_the_largest_range_it_has_read():
+    sizes = []
+
+    def thread():
+        # a thread that has only read small files holds a small buffer; it grows for a larger range and is reused
+        for want in (2, 3000, 2, MiB, 5000):
+            buffer = s3_source._read_buffer(want)
+            sizes.append(len(buffer))
+            buffer[want - 1] = 1  # it is writable, and long enough
+
+    worker = threading.Thread(target=thread)
+    worker.start()
+    worker.join()
+    assert sizes == [2, 3000, 3000, MiB, MiB]
+
+
+def test_the_agents_client_leaves_timestamps_as_sent(s3, bucket):
+    # GIVEN an object (boto3's own client parses its LastModified into a datetime)
+    put_model(s3, bucket, files={"config.json": b"{}"})
+    assert not isinstance(s3.head_object(Bucket=bucket, Key="qwen/config.json")["LastModified"], str)
+    # WHEN the agent's client reads it THEN timestamps stay the strings S3 sent (the agent uses none of them)
+    client = s3_source._client({"region": "us-east-1"}, s3_source.TransferSettings())
+    head = client.head_object(Bucket=bucket, Key="qwen/config.json")
+    listed = client.list_objects_v2(Bucket=bucket, Prefix="qwen/")["Contents"][0]
+    assert isinstance(head["LastModified"], str) and head["LastModified"].endswith("GMT")
+    assert isinstance(listed["LastModified"], str)
+    # AND everything the agent does use is parsed as before
+    assert head["ContentLength"] == 2 and listed["Size"] == 2 and listed["ETag"] == head["ETag"]
+
+
+def test_the_s3_data_loader_loads_what_botocore_loads_as_plain_dicts():
+    from botocore.loaders import Loader
+
+    # GIVEN botocore's own loader and the agent's, on the same search path
+    theirs, ours = Loader(), s3_source.s3_data_loader()
+    # WHEN each loads the S3 model, its endpoint rules and the endpoints (botocore ships the first two gzipped)
+    for load in (lambda loader: loader.load_service_model("s3", "service-2"),
+                 lambda loader: loader.load_service_model("s3", "endpoint-rule-set-1"),
+                 lambda loader: loader.load_data("endpoints")):
+        expected, got = load(theirs), load(ours)
+        # THEN the data is the same, in the same order, built from plain dicts
+        assert got == expected
+        assert json.dumps(got) == json.dumps(expected)
+        assert type(got) is dict and type(got[next(iter(got))]) is not collections.OrderedDict
+
+
+def test_the_s3_data_loader_looks_up_s3_only(monkeypatch):
+    from botocore.exceptions import UnknownServiceError
+
+    loader = s3_source.s3_data_loader()
+    listed = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path: listed.append(os.fspath(path)) or real_listdir(path))
+    # WHEN the S3 model is loaded THEN no other service's directory is listed (botocore's loader lists all ~450)
+    assert "GetObject" in loader.load_service_model("s3", "service-2")["operations"]
+    assert listed and all(os.path.basename(path) == "s3" for path in listed)
+    # AND any other service is unknown to it
+    with pytest.raises(UnknownServiceError):
+        loader.load_service_model("ec2", "service-2")
+
+
+def test_the_s3_data_loader_honours_aws_data_path(tmp_path, monkeypatch):
+    from botocore.loaders import Loader
+
+    # GIVEN a data path (AWS_DATA_PATH) with its own S3 model, uncompressed (botocore's is gzipped)
+    model = Loader().load_service_model("s3", "service-2")
+    model["metadata"]["serviceFullName"] = "S3 from the data path"
+    version_dir = tmp_path / "models" / "s3" / model["metadata"]["apiVersion"]
+    version_dir.mkdir(parents=True)
+    (version_dir / "service-2.json").write_text(json.dumps(model))
+    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path / "models"))
+    made = []
+    real_loader = s3_source.s3_data_loader
+    monkeypatch.setattr(s3_source, "s3_data_loader", lambda data_path=None: made.append(data_path) or
+                        real_loader(data_path))
+    # WHEN the agent makes its client THEN its loader searches that path first, as botocore's does
+    client = s3_source._client({"region": "us-east-1"}, s3_source.TransferSettings())
+    assert made == [str(tmp_path / "models")]
+    assert client.meta.service_model.metadata["serviceFullName"] == "S3 from the data path"
 
 
 def upload_3_parts(client, bucket, key, tmp_path, extra_args: dict | None = None) -> bytes:
