@@ -455,7 +455,8 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
     """GET one byte range, hashing and writing it (``os.pwrite``) as it arrives; retry a broken stream."""
     start, end = job.ranges[index]
     streamed = job.hashers is not None
-    buffer = _read_buffer(min(settings.read_size, end - start))
+    want_max = min(settings.read_size, end - start)
+    buffer = _read_buffer(want_max)[:want_max]  # reads of at most read_size, also into a larger buffer kept from before
     write_size = settings.write_size
     kwargs = {"Bucket": bucket, "Key": job.entry["key"], "Range": f"bytes={start}-{end - 1}"}
     if job.entry.get("etag"):

@@ -385,6 +385,24 @@ def test_a_transfer_threads_read_buffer_grows_to_the_largest_range_it_has_read()
     assert sizes == [2, 3000, 3000, MiB, MiB]
 
 
+def test_reads_stay_within_the_read_size_in_a_larger_buffer_kept_from_before(s3, bucket, tmp_path, response_reads,
+                                                                            monkeypatch):
+    # GIVEN transfer threads that hold 1 MiB buffers (from an earlier run with the default read size)
+    files = put_model(s3, bucket)
+    kept = {}
+    monkeypatch.setattr(s3_source, "_read_buffer", lambda size: kept.setdefault(
+        threading.get_ident(), memoryview(bytearray(MiB))))
+    sizes = []
+    response_reads.intercept(lambda data, length: sizes.append(len(data)) or data)
+    # WHEN the agent downloads with 64 KiB reads
+    monkeypatch.setenv("NVME_AGENT_S3_READ_SIZE", "65536")
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
+    # THEN no read is larger than 64 KiB, and the files are whole
+    assert kept and max(sizes) == 65536
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+
+
 def test_the_agents_client_leaves_timestamps_as_sent(s3, bucket):
     # GIVEN an object (boto3's own client parses its LastModified into a datetime)
     put_model(s3, bucket, files={"config.json": b"{}"})
