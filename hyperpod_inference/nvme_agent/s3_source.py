@@ -125,7 +125,7 @@ def s3_data_loader(data_path: str | None = None):
     import gzip
     import json
 
-    from botocore.loaders import JSONFileLoader, Loader
+    from botocore.loaders import JSONFileLoader, Loader, create_loader
 
     class DictJSONFileLoader(JSONFileLoader):
         def load_file(self, file_path):
@@ -148,8 +148,8 @@ def s3_data_loader(data_path: str | None = None):
                     return ["s3"]
             return []
 
-    paths = [os.path.expanduser(os.path.expandvars(p)) for p in data_path.split(os.pathsep)] if data_path else None
-    return S3Loader(extra_search_paths=paths)
+    # botocore's own parsing of the data path gives the search path, defaults included
+    return S3Loader(extra_search_paths=list(create_loader(data_path).search_paths), include_default_search_paths=False)
 
 
 @contextlib.contextmanager
