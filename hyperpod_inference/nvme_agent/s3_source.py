@@ -174,7 +174,12 @@ def _botocore_without_crt():
             del sys.modules["awscrt"]
 
 
-def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
+def _head_part_one(client, bucket: str, key: str) -> int:
+    """Size of part 1 of a multipart object, by a HEAD with ``PartNumber=1``."""
+    return int(client.head_object(Bucket=bucket, Key=key, PartNumber=1)["ContentLength"])
+
+
+def _checksum_for(client, bucket: str, key: str, head: dict, part_one=None) -> dict:
     """Pick the checksum to verify this object with (see checksums.py for the algorithms).
 
     Order: a full-object SHA-256 / SHA-1 additional checksum; then, when ``awscrt`` can be imported
@@ -187,6 +192,8 @@ def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
     A checksum value without a ``-N`` part count is taken as full-object only for single-part objects or with
     ``ChecksumType: FULL_OBJECT``: on a multipart object without a ``ChecksumType`` it is ambiguous (some S3
     implementations return a composite value without the part count) and is not used.
+
+    A per-part checksum needs the part size: ``part_one()`` gives it (default: :func:`_head_part_one`).
     """
     etag = str(head.get("ETag", "")).strip('"')
     multipart = "-" in etag
@@ -205,7 +212,7 @@ def _checksum_for(client, bucket: str, key: str, head: dict) -> dict:
         """Size of part 1 (every part but the last has it) when it is consistent with ``parts`` parts."""
         if not part_size_cache:
             try:
-                part_size_cache.append(int(client.head_object(Bucket=bucket, Key=key, PartNumber=1)["ContentLength"]))
+                part_size_cache.append(part_one() if part_one else _head_part_one(client, bucket, key))
             except Exception as exc:  # noqa: BLE001 - any failure just downgrades the check
                 log.debug("no part size for s3://%s/%s: %s", bucket, key, exc)
                 part_size_cache.append(0)
@@ -281,15 +288,15 @@ class ObjectChanged(RuntimeError):
     """An object was replaced between the listing and its HEAD."""
 
 
-def _describe_one(client, bucket: str, entry: dict) -> None:
-    """HEAD one listed object and set ``entry["checksum"]`` (see :func:`_checksum_for`)."""
+def _describe_one(client, bucket: str, entry: dict, part_one=None) -> None:
+    """HEAD one listed object and set ``entry["checksum"]`` (see :func:`_checksum_for`, which gets ``part_one``)."""
     head = client.head_object(Bucket=bucket, Key=entry["key"], ChecksumMode="ENABLED")
     etag = str(head.get("ETag", "")).strip('"')
     if (entry.get("etag") and etag != entry["etag"]) or int(head["ContentLength"]) != entry["size"]:
         raise ObjectChanged(f"s3://{bucket}/{entry['key']} changed after it was listed (ETag {entry.get('etag')!r}, "
                             f"{entry['size']} bytes; now {etag!r}, {head['ContentLength']} bytes): run the agent "
                             f"again")
-    entry["checksum"] = _checksum_for(client, bucket, entry["key"], head)
+    entry["checksum"] = _checksum_for(client, bucket, entry["key"], head, part_one)
 
 
 def describe(spec: dict, entries: list[dict], settings: TransferSettings) -> None:
@@ -329,8 +336,37 @@ class _FileJob:
         self.hashers = None  # one StreamHasher per range, or None: verify by reading the file back
         self.combine = None
         self.pending = 0
+        self.first = None  # (response, end): the GET of part 1 (see get_part_one), until range 0 takes it
         if "checksum" in entry:
             self.layout()
+
+    def get_args(self, bucket: str) -> dict:
+        args = {"Bucket": bucket, "Key": self.entry["key"]}
+        if self.entry.get("etag"):
+            args["IfMatch"] = '"' + self.entry["etag"] + '"'  # the object must not change under us
+        return args
+
+    def get_part_one(self, client, bucket: str) -> int:
+        """Size of part 1 of this multipart object, learnt by GETting that part (``PartNumber=1``) instead of
+        HEADing it: the response is kept for the file's first range, which is part 1 when the checksum is per part,
+        so the size costs no request of its own (BENCHMARKS.md). An endpoint that does not answer with part 1's
+        byte range (moto sends the whole object) gets the HEAD instead."""
+        response = client.get_object(**self.get_args(bucket), PartNumber=1)
+        match = re.fullmatch(r"bytes 0-(\d+)/(\d+)", str(response.get("ContentRange") or "").strip())
+        if match and int(match[2]) == self.entry["size"]:
+            self.first = (response, int(match[1]) + 1)
+            return self.first[1]
+        response["Body"].close()
+        return _head_part_one(client, bucket, self.entry["key"])
+
+    def take_first(self, end: int | None = None) -> dict | None:
+        """The kept part-1 response if it is the range ``[0, end)``; one kept for nothing else is closed."""
+        first, self.first = self.first, None
+        if first is not None:
+            if first[1] == end:
+                return first[0]
+            first[0]["Body"].close()
+        return None
 
     def layout(self) -> None:
         """The ranges to GET and how to hash them, from the entry's checksum."""
@@ -367,12 +403,15 @@ class _FileJob:
         self.pending = len(self.ranges)
 
     def open(self) -> None:
+        """Create the temporary file, empty: it grows as the ranges are written at their offsets (extending it with
+        ``ftruncate`` first made every write into the sparse file cost more system time: 0.07 s of CPU per 2 GiB,
+        BENCHMARKS.md). Every range is written whole or the file is dropped, so a file that is renamed into place
+        has the object's size."""
         os.makedirs(os.path.dirname(self.target), exist_ok=True)
         self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        if self.entry["size"]:
-            os.ftruncate(self.fd, self.entry["size"])
 
     def close(self, keep: bool) -> None:
+        self.take_first()
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -458,15 +497,16 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
     want_max = min(settings.read_size, end - start)
     buffer = _read_buffer(want_max)[:want_max]  # reads of at most read_size, also into a larger buffer kept from before
     write_size = settings.write_size
-    kwargs = {"Bucket": bucket, "Key": job.entry["key"], "Range": f"bytes={start}-{end - 1}"}
-    if job.entry.get("etag"):
-        kwargs["IfMatch"] = '"' + job.entry["etag"] + '"'  # the object must not change under us
+    kwargs = dict(job.get_args(bucket), Range=f"bytes={start}-{end - 1}")
     for attempt in range(1, READ_RETRIES + 1):
         hasher = None
         if streamed:  # a fresh hash for every attempt: the range is written again from its start
             old = job.hashers[index]
             hasher = job.hashers[index] = StreamHasher(old.algo, old.params, size=job.entry["size"])
-        response = client.get_object(**kwargs)
+        # the first attempt at a file's first range may already have its response (see _FileJob.get_part_one)
+        response = job.take_first(end) if index == 0 and attempt == 1 else None
+        if response is None:
+            response = client.get_object(**kwargs)
         body = response["Body"]
         http_response = _http_response(body) if settings.readinto else None
         readinto = http_response.readinto if http_response is not None else None
@@ -591,7 +631,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
         ranges = []
         try:
             if "checksum" not in job.entry:
-                _describe_one(client, bucket, job.entry)
+                _describe_one(client, bucket, job.entry, part_one=lambda: job.get_part_one(client, bucket))
                 job.layout()
             job.open()
             ranges = job.ranges

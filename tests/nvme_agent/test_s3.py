@@ -37,22 +37,48 @@ def spec_of(bucket, prefix="qwen/"):
     return {"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"}
 
 
-def hook_requests(monkeypatch, event: str, handler) -> None:
+def hook_requests(monkeypatch, event: str, handler, part_numbers: bool = False) -> None:
     """Registers ``handler(operation, object name)`` on every S3 client the agent makes in this process, for the
-    requests matching the botocore ``before-send`` event ``event`` (e.g. ``before-send.s3.GetObject``)."""
+    requests matching the botocore ``before-send`` event ``event`` (e.g. ``before-send.s3.GetObject``). With
+    ``part_numbers``, the name of a request for a part ends in ``?partNumber=N``."""
     original = s3_source._client
 
     def hooked_client(spec, settings):
         client = original(spec, settings)
 
         def on_send(request, event_name, **_):
-            path = urllib.parse.unquote(urllib.parse.urlsplit(request.url).path)
-            handler(event_name.rsplit(".", 1)[-1], path.rsplit("/", 1)[-1])
+            url = urllib.parse.urlsplit(request.url)
+            name = urllib.parse.unquote(url.path).rsplit("/", 1)[-1]
+            part = urllib.parse.parse_qs(url.query).get("partNumber")
+            handler(event_name.rsplit(".", 1)[-1], f"{name}?partNumber={part[0]}" if part and part_numbers else name)
 
         client.meta.events.register(event, on_send)
         return client
 
     monkeypatch.setattr(s3_source, "_client", hooked_client)
+
+
+@pytest.fixture
+def s3_part_gets(s3, monkeypatch):
+    """moto answers a GetObject for part 1 of a multipart object (``PartNumber=1``) with the whole object; S3 and
+    SeaweedFS answer with that part's bytes (206, its Content-Range). This makes moto answer as S3 does: the agent's
+    clients send such a request with a Range header for the part, which moto honours."""
+    original = s3_source._client
+
+    def client_getting_parts(spec, settings):
+        client = original(spec, settings)
+
+        def add_range(request, **_):
+            url = urllib.parse.urlsplit(request.url)
+            if urllib.parse.parse_qs(url.query).get("partNumber") == ["1"]:
+                bucket, key = urllib.parse.unquote(url.path).lstrip("/").split("/", 1)
+                size = s3.head_object(Bucket=bucket, Key=key, PartNumber=1)["ContentLength"]
+                request.headers["Range"] = f"bytes=0-{size - 1}"
+
+        client.meta.events.register("before-send.s3.GetObject", add_range)
+        return client
+
+    monkeypatch.setattr(s3_source, "_client", client_getting_parts)
 
 
 @pytest.fixture
@@ -231,10 +257,10 @@ def test_python_m_nvme_agent_runs_from_a_copy_of_agent_source_files(s3, bucket, 
 @pytest.fixture
 def s3_requests(monkeypatch):
     """The agent's S3 requests in this process, in the order they were sent: ``(operation, object name)`` (no name
-    for a listing)."""
+    for a listing; ``name?partNumber=N`` for a request for a part)."""
     sent = []
     hook_requests(monkeypatch, "before-send.s3",
-                  lambda op, name: sent.append((op, name if op != "ListObjectsV2" else "")))
+                  lambda op, name: sent.append((op, name if op != "ListObjectsV2" else "")), part_numbers=True)
     return sent
 
 
@@ -251,6 +277,55 @@ def test_each_file_is_looked_up_right_before_its_gets_and_files_go_in_order(s3, 
     assert s3_requests == [("ListObjectsV2", ""), *[(op, n) for n in names for op in ("HeadObject", "GetObject")]]
     # AND the manifest has the checksums those HEADs gave (MD5 ETags here)
     assert {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]} == dict.fromkeys(names, "md5")
+
+
+@pytest.mark.parametrize("endpoint", ["answers-parts", "moto"])
+def test_a_multipart_objects_part_size_comes_with_its_first_part(s3, bucket, tmp_path, s3_requests, request,
+                                                                 endpoint):
+    # GIVEN a 3-part object (5 MiB parts, verified per part by its multipart ETag), on an endpoint that answers a
+    # GET of part 1 with that part (as S3 and SeaweedFS do) or with the whole object (as moto does)
+    if endpoint == "answers-parts":
+        request.getfixturevalue("s3_part_gets")
+    data = upload_3_parts(s3, bucket, "qwen/w.safetensors", tmp_path)
+
+    # WHEN one transfer thread downloads it
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.Options(concurrency=1))
+
+    # THEN the part size comes from GETting part 1, whose bytes are the file's first range: no HEAD for the part size
+    # and one GET per part in all; where the answer is not part 1's range, that GET is dropped for a HEAD of part 1
+    parts = [("GetObject", "w.safetensors?partNumber=1"), ("GetObject", "w.safetensors"),
+             ("GetObject", "w.safetensors")]
+    if endpoint == "moto":
+        parts[1:1] = [("HeadObject", "w.safetensors?partNumber=1"), ("GetObject", "w.safetensors")]
+    assert s3_requests == [("ListObjectsV2", ""), ("HeadObject", "w.safetensors"), *parts]
+    # AND either way the file is whole and was verified per 5 MiB part
+    assert open(os.path.join(final, "w.safetensors"), "rb").read() == data
+    [entry] = cache.read_manifest(final)["files"]
+    assert entry["checksum"]["algo"] == "s3-multipart-md5"
+    assert entry["checksum"]["partSize"] == 5 * MiB
+
+
+def test_a_kept_part_one_response_serves_only_that_range_and_is_closed_otherwise(tmp_path):
+    class Body:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    job = s3_source._FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), s3_source.TransferSettings())
+    # a response for bytes [0, 4) serves the range [0, 4) once
+    kept = {"Body": Body()}
+    job.first = (kept, 4)
+    assert job.take_first(4) is kept and not kept["Body"].closed
+    assert job.take_first(4) is None
+    # a first range of another size gets a GET of its own, and the kept response's connection is closed
+    job.first = (kept, 4)
+    assert job.take_first(5) is None and kept["Body"].closed
+    # so is one still kept when the file is closed (it failed before its first range was fetched)
+    unused = {"Body": Body()}
+    job.first = (unused, 4)
+    job.close(keep=False)
+    assert unused["Body"].closed and job.first is None
 
 
 def test_an_object_replaced_after_the_listing_fails_naming_it(s3, bucket, tmp_path, monkeypatch):
@@ -577,8 +652,8 @@ def test_streaming_download_verifies_in_flight_without_reading_files_back(s3, bu
     assert not [n for n in os.listdir(final) if n.endswith(".download")]
 
 
-def test_bytes_corrupted_in_flight_are_detected_and_fetched_again(s3, bucket, tmp_path, s3_gets, response_reads,
-                                                                  no_read_back):
+def test_bytes_corrupted_in_flight_are_detected_and_fetched_again(s3, bucket, tmp_path, s3_part_gets, s3_gets,
+                                                                  response_reads, no_read_back):
     # GIVEN a transport that flips one bit in the first chunk it delivers of the multipart object
     files = put_mixed_model(s3, bucket, tmp_path)
     flipped = []
@@ -820,8 +895,8 @@ def test_crc32_is_preferred_over_md5_and_verified_in_flight(s3_crc, s3, bucket, 
 
 
 def test_byte_flipped_in_crc32_verified_objects_is_caught_and_fetched_again(s3_crc, s3, bucket, tmp_path, s3_gets,
-                                                                            composite_heads, response_reads,
-                                                                            no_read_back):
+                                                                            s3_part_gets, composite_heads,
+                                                                            response_reads, no_read_back):
     # GIVEN a transport that flips one bit in the first chunk of the single-part CRC32 object and of one part of the
     # multipart (composite CRC32) object
     files = put_crc_model(s3_crc, s3, bucket, tmp_path)
