@@ -584,7 +584,8 @@ class _Schedule:
 def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:
     """Parallel ranged GETs over all files at once, each worker writing its range at its offset and hashing it.
 
-    Each file is prepared by a transfer thread: a HEAD for its checksum (unless the entry has one), its ranges, its
+    Each file is prepared by a transfer thread: a HEAD for its checksum (unless the entry has one; a checksum per part
+    also needs the part size, which the GET of part 1 gives, see :meth:`_FileJob.get_part_one`), its ranges, its
     temporary file; that thread then GETs the file's first range while the others take the next tasks. Range
     boundaries follow the object's parts when the checksum is per part (multipart ETag: one MD5 per part; composite
     S3 checksum); a full-object CRC is computed per range and the range CRCs combined; an object with another
