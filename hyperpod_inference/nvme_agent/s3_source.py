@@ -427,10 +427,12 @@ def _streaming_errors():
     import botocore.exceptions
 
     # botocore's StreamingBody turns urllib3's read timeouts / protocol errors into the botocore ones; reads through
-    # http.client (see _http_response) raise the socket's own (ConnectionError, TimeoutError) or http.client's
+    # http.client (see _http_response) raise the socket's own (ConnectionError, TimeoutError) or http.client's.
+    # Read through StreamingBody, a response that carries a checksum of its own (a whole object; a part, on S3) is
+    # checked by botocore at its end: a mismatch is bytes that went wrong on the way, so the range is fetched again
     return (botocore.exceptions.ResponseStreamingError, botocore.exceptions.IncompleteReadError,
-            botocore.exceptions.ReadTimeoutError, botocore.exceptions.ConnectionError, ConnectionError, TimeoutError,
-            http.client.HTTPException)
+            botocore.exceptions.ReadTimeoutError, botocore.exceptions.ConnectionError,
+            botocore.exceptions.FlexibleChecksumError, ConnectionError, TimeoutError, http.client.HTTPException)
 
 
 READ_RETRIES = 5

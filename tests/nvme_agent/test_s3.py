@@ -779,6 +779,49 @@ def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_pa
     assert (tmp_path / "w.bin").read_bytes() == data
 
 
+def test_a_checksum_mismatch_botocore_finds_while_reading_fetches_the_range_again(tmp_path):
+    # GIVEN a response read through botocore's StreamingBody whose own checksum (S3 sends one with a whole object or,
+    # on S3, with a part) botocore finds wrong at its end, once
+    import botocore.exceptions
+
+    data = os.urandom(3000)
+    gets = []
+
+    class Body:
+        def __init__(self, broken):
+            self.broken, self.sent = broken, False
+
+        def read(self, amt=None):
+            if self.sent:
+                return b""
+            self.sent = True
+            if self.broken:
+                raise botocore.exceptions.FlexibleChecksumError(error_msg="Expected checksum x did not match y")
+            return data
+
+        def close(self):
+            pass
+
+    class Client:
+        def get_object(self, **kwargs):
+            gets.append(kwargs["Range"])
+            return {"Body": Body(broken=len(gets) == 1), "ContentRange": f"bytes 0-{len(data) - 1}/{len(data)}",
+                    "ContentLength": len(data)}
+
+    settings = s3_source.TransferSettings()
+    job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": {"algo": "size"}},
+                             str(tmp_path), settings)
+    job.open()
+
+    # WHEN the agent fetches the range
+    s3_source._fetch_range(Client(), "b", job, 0, settings, s3_source._streaming_errors())
+
+    # THEN it was fetched again and written whole
+    assert gets == [f"bytes=0-{len(data) - 1}"] * 2
+    os.close(job.fd)
+    assert open(job.tmp, "rb").read() == data
+
+
 def test_an_endpoint_that_ignores_range_headers_fails_the_file_instead_of_corrupting_it(keep_alive_s3, tmp_path,
                                                                                        monkeypatch):
     # GIVEN an endpoint that answers every ranged GET with the whole object, and an object verified by size only
