@@ -352,10 +352,10 @@ class _FileJob:
         so the size costs no request of its own (BENCHMARKS.md). An endpoint that does not answer with part 1's
         byte range (moto sends the whole object) gets the HEAD instead."""
         response = client.get_object(**self.get_args(bucket), PartNumber=1)
-        match = re.fullmatch(r"bytes 0-(\d+)/(\d+)", str(response.get("ContentRange") or "").strip())
-        if match and int(match[2]) == self.entry["size"]:
-            self.first = (response, int(match[1]) + 1)
-            return self.first[1]
+        answered = _content_range(response)
+        if answered and answered[0] == 0 and answered[2] == self.entry["size"]:
+            self.first = (response, answered[1])
+            return answered[1]
         response["Body"].close()
         return _head_part_one(client, bucket, self.entry["key"])
 
@@ -478,15 +478,23 @@ class RangeMismatch(RuntimeError):
     """The endpoint answered a ranged GET with other bytes than those asked for."""
 
 
+def _content_range(response: dict) -> tuple[int, int, int | None] | None:
+    """``(start, end, total)`` of the response's ``Content-Range`` (``end`` exclusive, ``total`` None for ``*``), or
+    None without a well-formed one."""
+    match = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+|\*)", str(response.get("ContentRange") or "").strip())
+    if not match:
+        return None
+    return int(match[1]), int(match[2]) + 1, None if match[3] == "*" else int(match[3])
+
+
 def _check_range(response: dict, start: int, end: int, key: str) -> None:
     """Refuse a response that is not the range asked for (an endpoint that ignores ``Range`` answers 200 with the
     whole object): written at the range's offset it would corrupt the file, and only a checksum could tell."""
     content_range = response.get("ContentRange")
-    if content_range:
-        match = re.fullmatch(r"bytes (\d+)-(\d+)/(?:\d+|\*)", content_range.strip())
-        if match and int(match[1]) == start and int(match[2]) == end - 1:
-            return
-    elif start == 0 and response.get("ContentLength") == end:
+    answered = _content_range(response)
+    if answered and answered[:2] == (start, end):
+        return
+    if not content_range and start == 0 and response.get("ContentLength") == end:
         return  # the whole object, asked for as one range
     raise RangeMismatch(f"GET {key!r} bytes {start}-{end - 1} was answered with Content-Range {content_range!r} and "
                         f"Content-Length {response.get('ContentLength')} (does the S3 endpoint ignore Range headers?)")
