@@ -37,25 +37,31 @@ def spec_of(bucket, prefix="qwen/"):
     return {"source": "s3", "bucket": bucket, "prefix": prefix, "region": "us-east-1"}
 
 
+def on_agent_clients(monkeypatch, event: str, handler) -> None:
+    """Registers the botocore event handler ``handler`` for ``event`` on every S3 client the agent makes in this
+    process (the wrappers of several calls stack)."""
+    original = s3_source._client
+
+    def client_with_handler(spec, settings):
+        client = original(spec, settings)
+        client.meta.events.register(event, handler)
+        return client
+
+    monkeypatch.setattr(s3_source, "_client", client_with_handler)
+
+
 def hook_requests(monkeypatch, event: str, handler, part_numbers: bool = False) -> None:
     """Registers ``handler(operation, object name)`` on every S3 client the agent makes in this process, for the
     requests matching the botocore ``before-send`` event ``event`` (e.g. ``before-send.s3.GetObject``). With
     ``part_numbers``, the name of a request for a part ends in ``?partNumber=N``."""
-    original = s3_source._client
 
-    def hooked_client(spec, settings):
-        client = original(spec, settings)
+    def on_send(request, event_name, **_):
+        url = urllib.parse.urlsplit(request.url)
+        name = urllib.parse.unquote(url.path).rsplit("/", 1)[-1]
+        part = urllib.parse.parse_qs(url.query).get("partNumber")
+        handler(event_name.rsplit(".", 1)[-1], f"{name}?partNumber={part[0]}" if part and part_numbers else name)
 
-        def on_send(request, event_name, **_):
-            url = urllib.parse.urlsplit(request.url)
-            name = urllib.parse.unquote(url.path).rsplit("/", 1)[-1]
-            part = urllib.parse.parse_qs(url.query).get("partNumber")
-            handler(event_name.rsplit(".", 1)[-1], f"{name}?partNumber={part[0]}" if part and part_numbers else name)
-
-        client.meta.events.register(event, on_send)
-        return client
-
-    monkeypatch.setattr(s3_source, "_client", hooked_client)
+    on_agent_clients(monkeypatch, event, on_send)
 
 
 @pytest.fixture
@@ -63,22 +69,15 @@ def s3_part_gets(s3, monkeypatch):
     """moto answers a GetObject for part 1 of a multipart object (``PartNumber=1``) with the whole object; S3 and
     SeaweedFS answer with that part's bytes (206, its Content-Range). This makes moto answer as S3 does: the agent's
     clients send such a request with a Range header for the part, which moto honours."""
-    original = s3_source._client
 
-    def client_getting_parts(spec, settings):
-        client = original(spec, settings)
+    def add_range(request, **_):
+        url = urllib.parse.urlsplit(request.url)
+        if urllib.parse.parse_qs(url.query).get("partNumber") == ["1"]:
+            bucket, key = urllib.parse.unquote(url.path).lstrip("/").split("/", 1)
+            size = s3.head_object(Bucket=bucket, Key=key, PartNumber=1)["ContentLength"]
+            request.headers["Range"] = f"bytes=0-{size - 1}"
 
-        def add_range(request, **_):
-            url = urllib.parse.urlsplit(request.url)
-            if urllib.parse.parse_qs(url.query).get("partNumber") == ["1"]:
-                bucket, key = urllib.parse.unquote(url.path).lstrip("/").split("/", 1)
-                size = s3.head_object(Bucket=bucket, Key=key, PartNumber=1)["ContentLength"]
-                request.headers["Range"] = f"bytes=0-{size - 1}"
-
-        client.meta.events.register("before-send.s3.GetObject", add_range)
-        return client
-
-    monkeypatch.setattr(s3_source, "_client", client_getting_parts)
+    on_agent_clients(monkeypatch, "before-send.s3.GetObject", add_range)
 
 
 @pytest.fixture
@@ -886,21 +885,14 @@ def put_crc_model(s3_crc, s3, bucket, tmp_path, prefix="crc/"):
 def composite_heads(monkeypatch):
     """HeadObject answers for multipart objects as S3 (and SeaweedFS) give them: ``<crc32>-<parts>`` with
     ``ChecksumType: COMPOSITE`` (moto omits both, which leaves the value ambiguous)."""
-    original = s3_source._client
 
-    def client_with_composite(spec, settings):
-        client = original(spec, settings)
+    def fix(parsed, **_):
+        etag = str(parsed.get("ETag", "")).strip('"')
+        if "-" in etag and parsed.get("ChecksumCRC32") and "PartsCount" not in parsed:
+            parsed["ChecksumCRC32"] += "-" + etag.rsplit("-", 1)[1]
+            parsed["ChecksumType"] = "COMPOSITE"
 
-        def fix(parsed, **_):
-            etag = str(parsed.get("ETag", "")).strip('"')
-            if "-" in etag and parsed.get("ChecksumCRC32") and "PartsCount" not in parsed:
-                parsed["ChecksumCRC32"] += "-" + etag.rsplit("-", 1)[1]
-                parsed["ChecksumType"] = "COMPOSITE"
-
-        client.meta.events.register("after-call.s3.HeadObject", fix)
-        return client
-
-    monkeypatch.setattr(s3_source, "_client", client_with_composite)
+    on_agent_clients(monkeypatch, "after-call.s3.HeadObject", fix)
 
 
 def test_crc32_is_preferred_over_md5_and_verified_in_flight(s3_crc, s3, bucket, tmp_path, s3_gets, composite_heads,
