@@ -444,8 +444,8 @@ def _read_buffer(size: int) -> memoryview:
     """This thread's reusable read buffer, at least ``size`` bytes (no allocation, and no page faults, per read).
 
     It grows to the largest range the thread has fetched, up to the read size: a thread that only fetches small files
-    touches no more memory than they need (each page of a new buffer costs a page fault: ~15 us on the benchmark
-    machine, 4 ms per MiB)."""
+    touches no more memory than they need (each page of a new buffer costs a page fault: 15-60 us on the benchmark
+    machine depending on its state, 4-15 ms per MiB)."""
     buf = getattr(_thread_state, "buffer", None)
     if buf is None or len(buf) < size:
         buf = _thread_state.buffer = memoryview(bytearray(size))
