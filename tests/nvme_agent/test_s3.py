@@ -459,6 +459,47 @@ def test_a_transfer_threads_read_buffer_grows_to_the_largest_range_it_has_read()
     assert sizes == [2, 3000, 3000, MiB, MiB]
 
 
+def _mapping_of(buffer: memoryview) -> tuple[int, dict]:
+    """(address, smaps fields) of the mapping that holds ``buffer``."""
+    import ctypes
+
+    address = ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+    found = None
+    with open("/proc/self/smaps") as fh:
+        for line in fh:
+            head = line.split()
+            if "-" in head[0] and ":" not in head[0]:
+                start, end = (int(x, 16) for x in head[0].split("-"))
+                found = {} if start <= address < end else None
+            elif found is not None:
+                found[head[0].rstrip(":")] = head[1:]
+                if head[0] == "VmFlags:":
+                    return address, found
+    raise AssertionError("no mapping holds the buffer")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps")
+def test_read_buffers_are_page_aligned_slices_of_a_mapping_advised_for_huge_pages():
+    # WHEN two transfer threads take buffers of odd sizes
+    buffers = {}
+    threads = [threading.Thread(target=lambda n=n: buffers.__setitem__(n, s3_source._read_buffer(n)))
+               for n in (3000, MiB + 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (a, a_map), (b, b_map) = _mapping_of(buffers[3000]), _mapping_of(buffers[MiB + 1])
+    # THEN each is exactly as long as asked, starts on its own page, and writing one leaves the other alone
+    assert (len(buffers[3000]), len(buffers[MiB + 1])) == (3000, MiB + 1)
+    assert a % 4096 == 0 and b % 4096 == 0 and abs(a - b) >= 4096
+    buffers[3000][:] = b"a" * 3000
+    buffers[MiB + 1][:] = b"b" * (MiB + 1)
+    assert bytes(buffers[3000]) == b"a" * 3000
+    # AND they are private memory that the kernel may back with transparent huge pages (VmFlags "hg")
+    for mapping in (a_map, b_map):
+        assert "hg" in mapping["VmFlags"] and "sh" not in mapping["VmFlags"]
+
+
 def test_reads_stay_within_the_read_size_in_a_larger_buffer_kept_from_before(s3, bucket, tmp_path, response_reads,
                                                                             monkeypatch):
     # GIVEN transfer threads that hold 1 MiB buffers (from an earlier run with the default read size)
