@@ -19,9 +19,10 @@ the forking benchmark process's own RSS as a floor); the CRC32 throughput of zli
 when installed); and the in-process time of a warm-cache hit for a 100-file model. Prints a Markdown section.
 Deletes its data afterwards.
 
-Every round runs the tools in a rotated order (no tool always follows the same one). Before each timed run the S3
-server's files are read into the page cache (this VM pages out memory idle for a minute, through DAMON), and then
-the run waits ``--settle`` seconds of quiet. On a VM whose balloon driver reports free memory to the host, a process
+Every round runs the tools in an order from a Williams design (see ``balanced_order``): over a cycle of rounds (as
+many as tools, twice that for an odd number of them) each tool runs right after each other tool equally often. Before
+each timed run the S3 server's files are read into the page cache (this VM pages out memory idle for a minute,
+through DAMON), and then the run waits ``--settle`` seconds of quiet. On a VM whose balloon driver reports free memory to the host, a process
 that fills the page cache right after another one freed it gets pages the host still backs, and one that starts
 later gets pages the host must fault in again: writing 2 GiB measured 0.5 s of system time in the first case and
 2.1 s in the second. Without the pause, whichever tool runs right after a deletion is favoured.
@@ -64,6 +65,24 @@ def s5cmd_binary() -> str:
     except PackageNotFoundError:
         pass
     return tool("s5cmd")  # e.g. the Go binary on PATH
+
+
+def balanced_order(items: list, r: int) -> list:
+    """Round ``r``'s order of ``items``, from a Williams design: over n rounds (2n when n is odd) each item runs in
+    each position equally often and right after each other item equally often. (Rotating the order by one each round
+    keeps its cyclic sequence: every item would always run right after the same other one.)"""
+    n = len(items)
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    row = [(i + r) % n for i in first]
+    if n % 2 and (r // n) % 2:
+        row.reverse()
+    return [items[i] for i in row]
 
 
 def free_port() -> int:
@@ -309,9 +328,8 @@ def main() -> int:
         # --warmup untimed rounds first (negative r): the first run after the upload is often its tool's slowest,
         # and without them it is always the first tool's
         for r in range(-args.warmup, args.rounds):
-            # each round starts one tool later, so no tool always runs right after the same other one (the runs
-            # disturb each other's memory: see "settle")
-            for name in tools[r % len(tools):] + tools[:r % len(tools)]:
+            # no tool always runs right after the same other one (the runs disturb each other's memory: see "settle")
+            for name in balanced_order(tools, r):
                 dest = os.path.join(work, f"dest-{name}-{r}")
                 run_env = dict(agent_env(endpoint) if name.startswith("agent") else env, **variant_env.get(name, {}))
                 if name.startswith("agent"):
@@ -373,7 +391,7 @@ def main() -> int:
             "",
             f"Loopback S3 (SeaweedFS {subprocess.run([tool('weed'), 'version'], capture_output=True, text=True).stdout.split()[2]}"
             f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {size_label} "
-            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds (the order rotated by one tool each round) after "
+            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds (each tool right after each other one equally often over a cycle of rounds) after "
             f"{args.warmup} untimed one(s), fresh "
             f"destination each run, the server's files read into the page cache and {args.settle:g} s of quiet "
             f"before each run, medians. s5cmd {subprocess.run([s5cmd, 'version'], capture_output=True, text=True).stdout.strip()}"
