@@ -20,12 +20,13 @@ when installed); and the in-process time of a warm-cache hit for a 100-file mode
 Deletes its data afterwards.
 
 Every round runs the tools in an order from a Williams design (see ``balanced_order``): over a cycle of rounds (as
-many as tools, twice that for an odd number of them) each tool runs right after each other tool equally often. Before
-each timed run the S3 server's files are read into the page cache (this VM pages out memory idle for a minute,
-through DAMON), and then the run waits ``--settle`` seconds of quiet. On a VM whose balloon driver reports free memory to the host, a process
-that fills the page cache right after another one freed it gets pages the host still backs, and one that starts
-later gets pages the host must fault in again: writing 2 GiB measured 0.5 s of system time in the first case and
-2.1 s in the second. Without the pause, whichever tool runs right after a deletion is favoured.
+many as tools, twice that for an odd number of them) each tool runs right after each other tool equally often.
+Before each timed run the S3 server's files are read into the page cache (this VM pages out memory idle for a
+minute, through DAMON), and then the run waits ``--settle`` seconds of quiet. On a VM whose balloon driver reports
+free memory to the host, a process that fills the page cache right after another one freed it gets pages the host
+still backs, and one that starts later gets pages the host must fault in again: writing 2 GiB measured 0.5 s of
+system time in the first case and 2.1 s in the second. Without the pause, whichever tool runs right after a deletion
+is favoured.
 """
 
 from __future__ import annotations
@@ -391,7 +392,8 @@ def main() -> int:
             "",
             f"Loopback S3 (SeaweedFS {subprocess.run([tool('weed'), 'version'], capture_output=True, text=True).stdout.split()[2]}"
             f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {size_label} "
-            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds (each tool right after each other one equally often over a cycle of rounds) after "
+            f"= {gib:.2f} GiB; {args.rounds} interleaved rounds (each tool right after each other one equally often "
+            f"over a cycle of rounds) after "
             f"{args.warmup} untimed one(s), fresh "
             f"destination each run, the server's files read into the page cache and {args.settle:g} s of quiet "
             f"before each run, medians. s5cmd {subprocess.run([s5cmd, 'version'], capture_output=True, text=True).stdout.strip()}"

@@ -478,7 +478,8 @@ def _mapping_of(buffer: memoryview) -> tuple[int, dict]:
     raise AssertionError("no mapping holds the buffer")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps")
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel/mm/transparent_hugepage"),
+                    reason="Linux with transparent huge pages (/proc/self/smaps, MADV_HUGEPAGE)")
 def test_read_buffers_are_page_aligned_slices_of_a_mapping_advised_for_huge_pages():
     # WHEN two transfer threads take buffers of odd sizes
     buffers = {}
