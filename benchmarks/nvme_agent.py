@@ -284,6 +284,7 @@ def main() -> int:
         else:
             raise RuntimeError("could not start SeaweedFS")
         env = s3_env(endpoint)
+        agent_base_env = agent_env(endpoint)  # every agent run's, before its variant's
         client = s3_client(endpoint)
         bucket, prefix = "bench-models", "big-model/"
         total = seed(client, bucket, prefix, args.files, file_size, work)
@@ -332,7 +333,7 @@ def main() -> int:
             # no tool always runs right after the same other one (the runs disturb each other's memory: see "settle")
             for name in balanced_order(tools, r):
                 dest = os.path.join(work, f"dest-{name}-{r}")
-                run_env = dict(agent_env(endpoint) if name.startswith("agent") else env, **variant_env.get(name, {}))
+                run_env = dict(agent_base_env if name.startswith("agent") else env, **variant_env.get(name, {}))
                 if name.startswith("agent"):
                     cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model",
                            {"agent-md5": md5_spec, "agent-crc64nvme": crc64_spec}.get(name, spec),
@@ -362,8 +363,7 @@ def main() -> int:
                 server_cpu[name].append(served)
                 print(f"round {r + 1} {name}: {elapsed:.2f}s (CPU {used:.2f}s, server {served:.2f}s)", file=sys.stderr)
 
-        # warm hit, in-process (interpreter start not counted)
-        sys.path.insert(0, AGENT_PARENT)
+        # warm hit, in-process (interpreter start not counted; agent_env put the agent on sys.path)
         os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
         from nvme_agent import cache
 
