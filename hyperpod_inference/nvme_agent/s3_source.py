@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import errno
 import http.client
 import logging
 import os
@@ -42,6 +43,10 @@ class TransferSettings:
         # io.Copy use) measured 3-5x cheaper in system time than 256 KiB - 1 MiB writes on the benchmark machine
         # (BENCHMARKS.md)
         self.write_size = int(env("NVME_AGENT_S3_WRITE_SIZE") or 32 * 1024)
+        # whole blocks of each read are written with direct I/O (O_DIRECT: from the read buffer to the disk, without
+        # the copy into the page cache that buffered writes make); "0" writes everything through the page cache.
+        # Turned off for the rest of the run when the filesystem refuses it (see _FileJob.write_direct)
+        self.direct_io = (env("NVME_AGENT_DIRECT_IO") or "1") != "0" and hasattr(os, "O_DIRECT")
         # receive into the read buffer through http.client's readinto (see _http_response); "0" reads through
         # botocore's StreamingBody.read instead (a new bytes object per read)
         self.readinto = (env("NVME_AGENT_S3_READINTO") or "1") != "0"
@@ -69,6 +74,12 @@ class TransferSettings:
             if region not in self._clients:
                 self._clients[region] = _client(spec, self)
             return self._clients[region]
+
+    def refuse_direct_io(self, exc: OSError) -> None:
+        """The cache's filesystem refused direct I/O: every later write of the run goes through the page cache."""
+        if self.direct_io:
+            self.direct_io = False
+            log.info("direct I/O refused by the cache's filesystem (%s): writing through the page cache", exc)
 
     def pool(self) -> concurrent.futures.ThreadPoolExecutor:
         """The run's transfer threads (HEADs and GETs), all started before any request is queued.
@@ -330,6 +341,7 @@ class _FileJob:
         # a leftover of a killed run is not in the manifest, so the next run's scan deletes it
         self.tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:8]}.download")
         self.fd = None
+        self.direct_fd = None  # the same file opened with O_DIRECT, or None
         self.lock = threading.Lock()
         self.error = None
         self.ranges = []
@@ -409,12 +421,40 @@ class _FileJob:
         size is checked before a file is accepted."""
         os.makedirs(os.path.dirname(self.target), exist_ok=True)
         self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        if self.settings.direct_io:
+            try:
+                self.direct_fd = os.open(self.tmp, os.O_WRONLY | os.O_DIRECT)
+            except OSError as exc:  # EINVAL: a filesystem without direct I/O (tmpfs before Linux 6.6)
+                self.settings.refuse_direct_io(exc)
+
+    def write_direct(self, chunk: memoryview, offset: int) -> int:
+        """Write the whole blocks at the start of ``chunk`` (``offset`` is block-aligned) with direct I/O; returns
+        the bytes written, which the caller writes on from through the page cache.
+
+        A direct write needs the buffer's address, the offset and the length aligned to the device's logical block
+        size: 4096 covers the usual 512 and 4096, and read buffers start on a page (:class:`_BufferArena`). A
+        filesystem that opens with O_DIRECT but refuses such a write (EINVAL) turns direct I/O off for the run."""
+        aligned = len(chunk) - len(chunk) % DIRECT_IO_ALIGN
+        written = 0
+        try:
+            while written < aligned:
+                written += os.pwrite(self.direct_fd, chunk[written:aligned], offset + written)
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+            self.settings.refuse_direct_io(exc)
+        return written
+
+    def close_files(self) -> None:
+        for name in ("direct_fd", "fd"):
+            fd = getattr(self, name)
+            if fd is not None:
+                setattr(self, name, None)
+                os.close(fd)
 
     def close(self, keep: bool) -> None:
         self.take_first()
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        self.close_files()
         if not keep:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.tmp)
@@ -441,6 +481,7 @@ _thread_state = threading.local()
 
 
 HUGE_PAGE = 2 * MiB
+DIRECT_IO_ALIGN = 4096  # offsets, lengths and buffer addresses of direct writes (see _FileJob.write_direct)
 
 
 class _BufferArena:
@@ -562,12 +603,19 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
         http_response = _http_response(body) if settings.readinto else None
         readinto = http_response.readinto if http_response is not None else None
         offset = start
+        # direct writes from the read buffer (only a readinto buffer is page-aligned) while offsets stay aligned
+        direct = readinto is not None and job.direct_fd is not None and start % DIRECT_IO_ALIGN == 0
         try:
             _check_range(response, start, end, job.entry["key"])
             while offset < end:
                 want = min(len(buffer), end - offset)
                 if readinto is not None:
                     n = readinto(buffer[:want])
+                    while direct and 0 < n < want:  # whole buffers, so that each write is whole blocks
+                        got = readinto(buffer[n:want])
+                        if not got:
+                            break
+                        n += got
                     chunk = buffer[:n]
                 else:
                     chunk = memoryview(body.read(want))
@@ -577,6 +625,9 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
                 if hasher is not None:
                     hasher.update(chunk)
                 written = 0
+                if direct and job.settings.direct_io:
+                    written = job.write_direct(chunk, offset)
+                direct = written == n  # after a partial block, offsets are no longer aligned
                 while written < n:
                     written += os.pwrite(job.fd, chunk[written:written + write_size], offset + written)
                 offset += n
@@ -654,8 +705,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
         ok = job.error is None
         try:
             if ok:
-                os.close(job.fd)
-                job.fd = None
+                job.close_files()
                 os.replace(job.tmp, job.target)
                 on_done(job.entry, job.computed())
         except BaseException as exc:  # noqa: BLE001 - reported below
@@ -715,7 +765,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
         schedule.stop()
         concurrent.futures.wait(workers)
     for job in jobs:
-        if job.fd is not None:  # never finished (interrupted)
+        if job.fd is not None or job.direct_fd is not None:  # never finished (interrupted)
             job.close(keep=False)
     for future in workers:
         future.result()  # a worker's own failure (the tasks catch theirs)

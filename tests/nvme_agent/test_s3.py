@@ -519,6 +519,146 @@ def test_reads_stay_within_the_read_size_in_a_larger_buffer_kept_from_before(s3,
         assert open(os.path.join(final, name), "rb").read() == data
 
 
+@pytest.fixture
+def file_writes(monkeypatch):
+    """Records the agent's file writes in this process: ``file_writes.writes`` is a list of ``(path, direct, offset,
+    length)`` for each ``os.pwrite`` that wrote (``direct``: through a descriptor opened with ``O_DIRECT``);
+    ``file_writes.fail_direct(errno)`` makes every direct write raise that error (``failed`` counts them), and
+    ``file_writes.refuse_direct_open()`` makes opening with ``O_DIRECT`` fail with EINVAL."""
+    import errno as errno_module
+
+    real_open, real_pwrite = os.open, os.pwrite
+
+    class Writes:
+        writes = []
+        opened = {}  # fd -> (path, direct)
+        direct_error = None
+        refuse_open = False
+        failed = 0
+
+        def fail_direct(self, code):
+            self.direct_error = code
+
+        def refuse_direct_open(self):
+            self.refuse_open = True
+
+        def by_file(self, direct: bool) -> dict:
+            totals = collections.Counter()
+            for path, was_direct, _, length in self.writes:
+                if was_direct == direct:
+                    # the temporary name: .<name>.<random>.download
+                    totals[os.path.basename(path)[1:].rsplit(".", 2)[0]] += length
+            return dict(totals)
+
+    writes = Writes()
+
+    def open_(path, flags, *args, **kwargs):
+        direct = bool(flags & getattr(os, "O_DIRECT", 0))
+        if direct and writes.refuse_open:
+            raise OSError(errno_module.EINVAL, "Invalid argument", path)
+        fd = real_open(path, flags, *args, **kwargs)
+        writes.opened[fd] = (os.fspath(path), direct)
+        return fd
+
+    def pwrite(fd, data, offset):
+        path, direct = writes.opened.get(fd, (None, False))
+        if direct and writes.direct_error is not None:
+            writes.failed += 1
+            raise OSError(writes.direct_error, os.strerror(writes.direct_error))
+        n = real_pwrite(fd, data, offset)
+        if path is not None:
+            writes.writes.append((path, direct, offset, n))
+        return n
+
+    monkeypatch.setattr(os, "open", open_)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    return writes
+
+
+def put_block_model(s3, bucket, tmp_path, prefix="blocks/"):
+    """A 14-byte file, a single-part 3 MiB + 5 bytes (one GET) and a multipart 12 MiB + 5 bytes (5 MiB parts)."""
+    files = {"config.json": b'{"a": "block"}', "tokenizer.json": os.urandom(3 * MiB + 5)}
+    for name, data in files.items():
+        s3.put_object(Bucket=bucket, Key=prefix + name, Body=data)
+    files["w.safetensors"] = upload_3_parts(s3, bucket, prefix + "w.safetensors", tmp_path)
+    return files
+
+
+def test_whole_blocks_are_written_with_direct_io_and_tails_through_the_page_cache(s3, bucket, tmp_path, s3_part_gets,
+                                                                                  file_writes):
+    # GIVEN files of 14 bytes, 3 MiB + 5 bytes (one GET) and 12 MiB + 5 bytes (one GET per 5 MiB part)
+    files = put_block_model(s3, bucket, tmp_path)
+
+    # WHEN the agent downloads them
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "blocks/"))
+
+    # THEN every whole 4 KiB block went to the disk with direct I/O, at aligned offsets, in whole read buffers
+    direct = [(offset, length) for _, is_direct, offset, length in file_writes.writes if is_direct]
+    assert direct and all(offset % 4096 == 0 and length % 4096 == 0 for offset, length in direct)
+    assert max(length for _, length in direct) == MiB
+    assert file_writes.by_file(direct=True) == {"tokenizer.json": 3 * MiB, "w.safetensors": 12 * MiB}
+    # AND only the partial blocks at the ends of files went through the page cache
+    assert file_writes.by_file(direct=False) == {"config.json": 14, "tokenizer.json": 5, "w.safetensors": 5}
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+
+
+def test_direct_io_off_writes_everything_through_the_page_cache(s3, bucket, tmp_path, file_writes, monkeypatch):
+    # GIVEN direct I/O turned off
+    files = put_block_model(s3, bucket, tmp_path)
+    monkeypatch.setenv("NVME_AGENT_DIRECT_IO", "0")
+
+    # WHEN the agent downloads THEN nothing is opened with O_DIRECT and every write is at most 32 KiB
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "blocks/"))
+    assert not [fd for fd, (_, direct) in file_writes.opened.items() if direct]
+    assert file_writes.by_file(direct=False) == {name: len(data) for name, data in files.items()}
+    assert max(length for *_, length in file_writes.writes) == 32 * 1024
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+
+
+@pytest.mark.parametrize("refused", ["open", "write"])
+def test_a_filesystem_that_refuses_direct_io_gets_everything_through_the_page_cache(s3, bucket, tmp_path, file_writes,
+                                                                                    refused, caplog, monkeypatch):
+    # GIVEN a cache filesystem that refuses O_DIRECT (tmpfs before Linux 6.6 refuses the open; another filesystem
+    # may accept the open and refuse the writes)
+    import errno
+
+    files = put_block_model(s3, bucket, tmp_path)
+    if refused == "open":
+        file_writes.refuse_direct_open()
+    else:
+        file_writes.fail_direct(errno.EINVAL)
+    monkeypatch.setenv("NVME_AGENT_S3_MAX_CONCURRENCY", "1")
+
+    # WHEN the agent downloads
+    with caplog.at_level("INFO", logger="nvme_agent"):
+        final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "blocks/"))
+
+    # THEN the files are whole and correct, all written through the page cache
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+    assert file_writes.by_file(direct=False) == {name: len(data) for name, data in files.items()}
+    # AND the refusal was logged once, after which direct I/O was not tried again
+    assert sum("direct I/O refused" in r.getMessage() for r in caplog.records) == 1
+    assert file_writes.failed == (1 if refused == "write" else 0)
+
+
+def test_a_direct_write_that_fails_otherwise_fails_the_download(s3, bucket, tmp_path, file_writes):
+    # GIVEN a disk that runs out of space under a direct write (ENOSPC, not a refusal of direct I/O)
+    import errno
+
+    put_block_model(s3, bucket, tmp_path)
+    file_writes.fail_direct(errno.ENOSPC)
+
+    # WHEN the agent downloads THEN it fails naming the error, and nothing is complete or left over
+    with pytest.raises(RuntimeError, match="No space left on device"):
+        cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "blocks/"))
+    assert file_writes.failed
+    assert not list((tmp_path / "nvme").rglob(".complete"))
+    assert not list((tmp_path / "nvme").rglob("*.download"))
+
+
 def test_the_agents_client_leaves_timestamps_as_sent(s3, bucket):
     # GIVEN an object (boto3's own client parses its LastModified into a datetime)
     put_model(s3, bucket, files={"config.json": b"{}"})
