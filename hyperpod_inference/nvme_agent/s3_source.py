@@ -39,7 +39,8 @@ class TransferSettings:
         # bytes received from a response per read, into one reused buffer per transfer thread (memory: this times
         # max_concurrency); each read is hashed as a whole
         self.read_size = int(env("NVME_AGENT_S3_READ_SIZE") or MiB)
-        # bytes per write(2). The page cache sizes the folio it allocates by the write: 32 KiB (what s5cmd and Go's
+        # bytes per write(2) through the page cache (a file's last partial block; everything with direct I/O off or
+        # refused). The page cache sizes the folio it allocates by the write: 32 KiB (what s5cmd and Go's
         # io.Copy use) measured 3-5x cheaper in system time than 256 KiB - 1 MiB writes on the benchmark machine
         # (BENCHMARKS.md)
         self.write_size = int(env("NVME_AGENT_S3_WRITE_SIZE") or 32 * 1024)
@@ -424,7 +425,7 @@ class _FileJob:
         if self.settings.direct_io:
             try:
                 self.direct_fd = os.open(self.tmp, os.O_WRONLY | os.O_DIRECT)
-            except OSError as exc:  # EINVAL: a filesystem without direct I/O (tmpfs before Linux 6.6)
+            except OSError as exc:  # EINVAL: a filesystem without direct I/O (e.g. tmpfs on older kernels)
                 self.settings.refuse_direct_io(exc)
 
     def write_direct(self, chunk: memoryview, offset: int) -> int:
@@ -583,7 +584,8 @@ def _check_range(response: dict, start: int, end: int, key: str) -> None:
 
 
 def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: TransferSettings, retryable) -> None:
-    """GET one byte range, hashing and writing it (``os.pwrite``) as it arrives; retry a broken stream."""
+    """GET one byte range, hashing and writing it as it arrives (whole blocks with direct I/O, see
+    :meth:`_FileJob.write_direct`; the rest with ``os.pwrite`` through the page cache); retry a broken stream."""
     start, end = job.ranges[index]
     streamed = job.hashers is not None
     want_max = min(settings.read_size, end - start)

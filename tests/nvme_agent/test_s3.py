@@ -620,7 +620,7 @@ def test_direct_io_off_writes_everything_through_the_page_cache(s3, bucket, tmp_
 @pytest.mark.parametrize("refused", ["open", "write"])
 def test_a_filesystem_that_refuses_direct_io_gets_everything_through_the_page_cache(s3, bucket, tmp_path, file_writes,
                                                                                     refused, caplog, monkeypatch):
-    # GIVEN a cache filesystem that refuses O_DIRECT (tmpfs before Linux 6.6 refuses the open; another filesystem
+    # GIVEN a cache filesystem that refuses O_DIRECT (tmpfs on older kernels refuses the open; another filesystem
     # may accept the open and refuse the writes)
     import errno
 
