@@ -63,7 +63,7 @@ class TransferSettings:
             if getattr(self, name) < 4096:
                 raise ValueError(f"NVME_AGENT_S3_{name.upper()} must be at least 4096 bytes, got {getattr(self, name)}")
         self._clients = {}
-        self._clients_lock = threading.Lock()
+        self._lock = threading.Lock()
         self._pool = None
 
     def client(self, spec: dict):
@@ -71,15 +71,16 @@ class TransferSettings:
         0.05-0.1 s even with :func:`s3_data_loader`: botocore decodes the S3 model, its endpoint rules and the
         endpoints)."""
         region = spec.get("region")
-        with self._clients_lock:
+        with self._lock:
             if region not in self._clients:
                 self._clients[region] = _client(spec, self)
             return self._clients[region]
 
     def refuse_direct_io(self, exc: OSError) -> None:
         """The cache's filesystem refused direct I/O: every later write of the run goes through the page cache."""
-        if self.direct_io:
-            self.direct_io = False
+        with self._lock:
+            refused_now, self.direct_io = self.direct_io, False
+        if refused_now:  # logged once, also when several transfer threads are refused at once
             log.info("direct I/O refused by the cache's filesystem (%s): writing through the page cache", exc)
 
     def pool(self) -> concurrent.futures.ThreadPoolExecutor:
@@ -91,7 +92,7 @@ class TransferSettings:
         their threads to start. Started while nothing else runs, 16 threads take about 2 ms. Idle threads end with
         the pool (when these settings are dropped) or at exit.
         """
-        with self._clients_lock:
+        with self._lock:
             if self._pool is None:
                 workers = max(1, self.max_concurrency)
                 pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nvme-agent-s3")
@@ -430,7 +431,7 @@ class _FileJob:
 
     def write_direct(self, chunk: memoryview, offset: int) -> int:
         """Write the whole blocks at the start of ``chunk`` (``offset`` is block-aligned) with direct I/O; returns
-        the bytes written, which the caller writes on from through the page cache.
+        how many bytes were written (the caller writes the rest through the page cache).
 
         A direct write needs the buffer's address, the offset and the length aligned to the device's logical block
         size: 4096 covers the usual 512 and 4096, and read buffers start on a page (:class:`_BufferArena`). A
@@ -627,7 +628,7 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
                 if hasher is not None:
                     hasher.update(chunk)
                 written = 0
-                if direct and job.settings.direct_io:
+                if direct and settings.direct_io:
                     written = job.write_direct(chunk, offset)
                 direct = written == n  # after a partial block, offsets are no longer aligned
                 while written < n:
