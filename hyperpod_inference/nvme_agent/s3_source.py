@@ -768,7 +768,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
         schedule.stop()
         concurrent.futures.wait(workers)
     for job in jobs:
-        if job.fd is not None or job.direct_fd is not None:  # never finished (interrupted)
+        if job.fd is not None:  # never finished (interrupted; a direct_fd is only ever open beside fd)
             job.close(keep=False)
     for future in workers:
         future.result()  # a worker's own failure (the tasks catch theirs)
