@@ -1,0 +1,151 @@
+"""The deployed-resource inventory the golden logical-ID test compares: for each profile, every resource of every
+template (the stack and its nested stacks) with its logical ID, type, nesting and literal physical name.
+
+Regenerate the snapshot after an intended change with ``python -m tests.golden.inventory --update``. A removed or
+renamed resource of a protected type (a moved ``KubernetesManifest`` is deleted with ``kubectl delete``; a retained
+bucket, key, alias or role is orphaned or recreated) is recorded under ``migrations`` and the test then requires
+CHANGELOG.md to name it with its migration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+SNAPSHOT = Path(__file__).with_name("logical_ids.json")
+CHANGELOG = REPO / "CHANGELOG.md"
+
+#: Resource types whose removal or rename loses something deployed.
+PROTECTED_TYPES = (
+    "Custom::AWSCDK-EKS-KubernetesResource",
+    "AWS::S3::Bucket",
+    "AWS::KMS::Key",
+    "AWS::KMS::Alias",
+    "AWS::IAM::Role",
+    "AWS::Route53::HostedZone",
+)
+
+#: Properties that carry a physical name the library chooses.
+NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName", "Name", "FunctionName", "AddonName", "DomainName")
+
+
+def _gen_config() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_config", REPO / "benchmarks" / "gen_config.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def profiles() -> dict[str, Any]:
+    """Profile name -> config (a path or a dict): the default config, the files fixture and the benchmark profiles."""
+    gen = _gen_config()
+    out: dict[str, Any] = {"default": REPO / "hyperpod.yaml", "files": REPO / "tests" / "fixtures" / "files.yaml"}
+    for profile in gen.PROFILES:
+        out[f"bench-{profile}"] = gen.config(3, profile)
+    return out
+
+
+def _name(value: Any) -> str | None:
+    """A physical name as written in the template: literal, or its intrinsic in compact JSON."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _nested_template(outdir: Path, assets: dict[str, Any], resource: dict[str, Any]) -> str | None:
+    """The assembly file of a nested stack resource, found through its TemplateURL's asset hash."""
+    url = json.dumps((resource.get("Properties") or {}).get("TemplateURL"))
+    for asset_hash, asset in assets.get("files", {}).items():
+        if f"{asset_hash}.json" in url:
+            return asset["source"]["path"]
+    return None
+
+
+def template_inventory(outdir: Path, template_file: str, nesting: str = "", assets: dict | None = None,
+                       ) -> dict[str, dict[str, Any]]:
+    """``<nesting>/<logicalId>`` -> {type, names, deletionPolicy} for one template and its nested stacks."""
+    if assets is None:
+        assets = {}
+        for path in outdir.glob("*.assets.json"):
+            assets.setdefault("files", {}).update(json.loads(path.read_text()).get("files", {}))
+    template = json.loads((outdir / template_file).read_text())
+    out: dict[str, dict[str, Any]] = {}
+    for logical_id, res in sorted(template.get("Resources", {}).items()):
+        props = res.get("Properties") or {}
+        names = {p: _name(props[p]) for p in NAME_PROPERTIES if props.get(p) is not None}
+        entry: dict[str, Any] = {"type": res["Type"]}
+        if names:
+            entry["names"] = names
+        if res.get("DeletionPolicy"):
+            entry["deletionPolicy"] = res["DeletionPolicy"]
+        out[f"{nesting}/{logical_id}"] = entry
+        nested = _nested_template(outdir, assets, res) if res["Type"] == "AWS::CloudFormation::Stack" else None
+        if nested:
+            out.update(template_inventory(outdir, nested, f"{nesting}/{logical_id}", assets))
+    return out
+
+
+def synth_inventory(config: Any, outdir: Path) -> dict[str, dict[str, Any]]:
+    from tests.synth_helpers import synth_config
+
+    result = synth_config(config, outdir, nag=False)
+    return template_inventory(outdir, f"{result.stack.artifact_id}.template.json")
+
+
+def current() -> dict[str, dict[str, dict[str, Any]]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        return {name: synth_inventory(cfg, Path(tmp) / name) for name, cfg in profiles().items()}
+
+
+def load_snapshot() -> dict[str, Any]:
+    return json.loads(SNAPSHOT.read_text()) if SNAPSHOT.exists() else {"profiles": {}, "migrations": {}}
+
+
+def removed_protected(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """``<path>`` -> type for protected resources in ``old`` that ``new`` lacks (or has with another type or name)."""
+    gone = {}
+    for path, entry in old.items():
+        if entry["type"] not in PROTECTED_TYPES:
+            continue
+        now = new.get(path)
+        if now is None or now["type"] != entry["type"] or now.get("names") != entry.get("names"):
+            gone[path] = entry["type"]
+    return gone
+
+
+def update() -> list[str]:
+    """Rewrite the snapshot from a fresh synth; returns the protected resources newly recorded as migrations."""
+    snap = load_snapshot()
+    new = current()
+    migrations: dict[str, str] = dict(snap.get("migrations", {}))
+    added = []
+    for profile, inventory in new.items():
+        for path, rtype in removed_protected(snap["profiles"].get(profile, {}), inventory).items():
+            key = f"{profile}:{path}"
+            if key not in migrations:
+                migrations[key] = rtype
+                added.append(key)
+    SNAPSHOT.write_text(json.dumps({"profiles": new, "migrations": dict(sorted(migrations.items()))}, indent=1,
+                                   sort_keys=True) + "\n")
+    return added
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--update", action="store_true", help="rewrite tests/golden/logical_ids.json")
+    args = parser.parse_args(argv)
+    if not args.update:
+        parser.error("nothing to do: pass --update")
+    for key in update():
+        print(f"protected resource removed or renamed: {key} -- CHANGELOG.md must name its logical ID and migration")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
