@@ -7,7 +7,7 @@ from .charts.endpoint import EndpointChart, EndpointWiring, build_custom_resourc
 from .charts.hf_token import external_secret_objects, token_secret_ref
 from .charts.nvme_cache import NvmeCache, NvmeCachePlan
 from .charts.operator import OperatorChart, OperatorChartProps
-from .config import ConfigError, HyperPodConfig, load_config, parse_config
+from .config import ConfigError, Endpoint, HyperPodConfig, load_config, parse_config
 from .constructs.data_capture import DataCaptureStorage
 from .constructs.domain import CustomDomain
 from .constructs.endpoint_verification import EndpointVerification
@@ -20,10 +20,12 @@ from .constructs.operator import (
     OperatorExecutionRole,
     TlsBucket,
 )
+from .inference import HyperPodInference, InferenceEndpoint
 from .stack import HyperPodInferenceStack
 
 __all__ = [
-    "ConfigError", "CustomDomain", "DataCaptureStorage", "DependencyAddons", "EndpointChart", "EndpointVerification",
+    "ConfigError", "CustomDomain", "DataCaptureStorage", "DependencyAddons", "Endpoint", "EndpointChart",
+    "EndpointVerification", "HyperPodInference", "InferenceEndpoint",
     "EndpointWiring", "HyperPodConfig", "HyperPodInferenceStack", "NvmeCache", "NvmeCachePlan", "OperatorAddon",
     "OperatorChart", "OperatorChartProps", "OperatorDependencyRoles", "OperatorExecutionRole", "ServiceAccountRef",
     "ServiceAccountRole", "TlsBucket", "build_custom_resource", "external_secret_objects", "grant_model_read",

@@ -17,7 +17,8 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from .config import ConfigError, load_config
-from .stack import HyperPodInferenceStack, template_size_problems
+from .delivery import template_size_problems
+from .stack import HyperPodInferenceStack
 
 
 def validation_failed(assembly_dir: str) -> bool:
@@ -52,10 +53,15 @@ def main() -> int:
     try:
         stack = build(app, config_path, stack_name=stack_name)
         assembly = app.synth()
-    except (ConfigError, ValueError) as err:
+    except ConfigError as err:
         if os.environ.get("HYPERPOD_TRACEBACK"):
             raise
         print(f"config error:\n{err}", file=sys.stderr)
+        return 1
+    except ValueError as err:  # a construct's prop check: not the config's words, so not called a config error
+        if os.environ.get("HYPERPOD_TRACEBACK"):
+            raise
+        print(f"error:\n{err}", file=sys.stderr)
         return 1
     if validation_failed(assembly.directory):
         print("security checks failed (see validation-report.json): manifests not written", file=sys.stderr)

@@ -259,7 +259,7 @@ class OperatorChartProps:
     eks_cluster_name: str
     hyperpod_cluster_arn: str = ""
     jumpstart_gated_model_download_role_arn: str = ""
-    enable_custom_service_accounts: bool = False
+    enable_custom_service_accounts: bool | str = False
     crd_source: str | None = None
 
 
@@ -378,7 +378,7 @@ class OperatorChart(cdk8s.Chart):
             "EKS_CLUSTER_NAME": props.eks_cluster_name,
             "TLS_CERTIFICATE_OUTPUT_S3URI": tls_s3_uri(props.tls_bucket_name),
             "ENABLE_WEBHOOKS": "true",
-            "ENABLE_CUSTOM_SERVICE_ACCOUNTS": "true" if props.enable_custom_service_accounts else "false",
+            "ENABLE_CUSTOM_SERVICE_ACCOUNTS": _flag(props.enable_custom_service_accounts),
             "OPERATOR_SERVICE_ACCOUNT_NAME": CHART_SERVICE_ACCOUNT,
             "OPERATOR_NAMESPACE": OPERATOR_NAMESPACE,
             "CHART_VERSION": chart_version,
@@ -443,6 +443,13 @@ class OperatorChart(cdk8s.Chart):
                               {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}),
         )
         return deployment
+
+
+def _flag(value: bool | str) -> str:
+    """An env var's ``true`` / ``false``; a string (e.g. a value computed at synth) is taken as it is."""
+    if isinstance(value, str):
+        return value
+    return "true" if value else "false"
 
 
 def _meta_pod() -> ApiObjectMetadata:

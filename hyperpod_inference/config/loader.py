@@ -40,18 +40,23 @@ def _problems(err: ValidationError) -> list[tuple[str, str]]:
     return list(dict.fromkeys(out))
 
 
-def parse_config(data: Any, source: str = "<config>") -> HyperPodConfig:
-    """Validate an already-parsed mapping (camelCase keys)."""
+def parse_config(data: Any, source: str = "<config>", *, cluster_object: bool = False) -> HyperPodConfig:
+    """Validate an already-parsed mapping (camelCase keys).
+
+    ``cluster_object=True``: the config goes to a ``HyperPodInference`` given an ``eks.ICluster``, so ``env`` and the
+    cluster fields the object provides (``eksClusterName``, ``kubectlRoleArn``, ``vpcId``, ``oidcProviderArn``) may
+    be left out. Default: the config describes the cluster the app imports, and needs them all.
+    """
     if not isinstance(data, dict):
         raise ConfigError(source, [("<root>", "the config must be a mapping (apiVersion, env, cluster, ...)")])
     try:
-        return HyperPodConfig.model_validate(data)
+        return HyperPodConfig.model_validate(data, context={"cluster_object": cluster_object})
     except ValidationError as err:
         raise ConfigError(source, _problems(err)) from None
 
 
-def load_config(path: str | Path) -> HyperPodConfig:
-    """Read and validate a config file."""
+def load_config(path: str | Path, *, cluster_object: bool = False) -> HyperPodConfig:
+    """Read and validate a config file (``cluster_object``: see :func:`parse_config`)."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -63,7 +68,7 @@ def load_config(path: str | Path) -> HyperPodConfig:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<file>"
         raise ConfigError(str(path), [(where, f"not valid YAML: {getattr(err, 'problem', err)}")]) from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), cluster_object=cluster_object)
 
 
 def config_json_schema() -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -60,13 +61,15 @@ class Env(Strict):
 
 
 class Cluster(Strict):
-    """The existing HyperPod EKS cluster the stack installs into."""
+    """The existing HyperPod EKS cluster the stack installs into. The app (which imports the cluster) needs every
+    field; ``HyperPodInference`` given a cluster object needs only ``hyperpodClusterArn`` (and ``oidcProviderArn``
+    unless the object carries a literal one)."""
 
-    eks_cluster_name: Annotated[str, StringConstraints(pattern=rules.EKS_CLUSTER_NAME)]
+    eks_cluster_name: Annotated[str, StringConstraints(pattern=rules.EKS_CLUSTER_NAME)] | None = None
     hyperpod_cluster_arn: Annotated[str, StringConstraints(pattern=rules.HYPERPOD_CLUSTER_ARN)]
-    kubectl_role_arn: RoleArn
-    oidc_provider_arn: Annotated[str, StringConstraints(pattern=rules.OIDC_PROVIDER_ARN)]
-    vpc_id: Annotated[str, StringConstraints(pattern=rules.VPC_ID)]
+    kubectl_role_arn: RoleArn | None = None
+    oidc_provider_arn: Annotated[str, StringConstraints(pattern=rules.OIDC_PROVIDER_ARN)] | None = None
+    vpc_id: Annotated[str, StringConstraints(pattern=rules.VPC_ID)] | None = None
     kubectl_subnet_ids: list[Annotated[str, StringConstraints(pattern=rules.SUBNET_ID)]] = Field(default_factory=list)
     kubectl_security_group_id: Annotated[str, StringConstraints(pattern=rules.SECURITY_GROUP_ID)] | None = None
 
@@ -414,7 +417,7 @@ class HyperPodConfig(Strict):
     """The whole config file."""
 
     api_version: Literal["hyperpod-inference/v1"]
-    env: Env
+    env: Env | None = None
     cluster: Cluster
     operator: Operator = Field(default_factory=Operator)
     manifests: Manifests = Field(default_factory=Manifests)
@@ -424,18 +427,27 @@ class HyperPodConfig(Strict):
     endpoints: list[Endpoint] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _cross_rules(self) -> HyperPodConfig:
+    def _cross_rules(self, info: ValidationInfo) -> HyperPodConfig:
         e: list[InitErrorDetails] = []
-        account, region = self.env.account, self.env.region
+        if not (info.context or {}).get("cluster_object"):
+            # The app imports the cluster the config describes: it needs all of it.
+            if self.env is None:
+                e.append(_err(("env",), "required (the stack deploys to this account and region)"))
+            for field, alias in (("eks_cluster_name", "eksClusterName"), ("kubectl_role_arn", "kubectlRoleArn"),
+                                 ("oidc_provider_arn", "oidcProviderArn"), ("vpc_id", "vpcId")):
+                if getattr(self.cluster, field) is None:
+                    e.append(_err(("cluster", alias), "required (the stack imports the cluster by it; only a "
+                                  "HyperPodInference given a cluster object does without)"))
+        account, region = (self.env.account, self.env.region) if self.env else (None, None)
         # identifiers that must belong to env
         m = rules.CLUSTER_ARN_RE.match(self.cluster.hyperpod_cluster_arn)
-        if m and (m.group(1), m.group(2)) != (region, account):
+        if m and self.env and (m.group(1), m.group(2)) != (region, account):
             e.append(_err(("cluster", "hyperpodClusterArn"), f"must be in env.account / env.region ({account} / {region})"))
-        m = rules.OIDC_RE.match(self.cluster.oidc_provider_arn)
-        if m and (m.group(1), m.group(2)) != (account, region):
+        m = rules.OIDC_RE.match(self.cluster.oidc_provider_arn or "")
+        if m and self.env and (m.group(1), m.group(2)) != (account, region):
             e.append(_err(("cluster", "oidcProviderArn"), f"must be the provider of a cluster in {account} / {region}"))
-        m = rules.IAM_ROLE_ARN_RE.match(self.cluster.kubectl_role_arn)
-        if m and m.group(1) != account:
+        m = rules.IAM_ROLE_ARN_RE.match(self.cluster.kubectl_role_arn or "")
+        if m and self.env and m.group(1) != account:
             e.append(_err(("cluster", "kubectlRoleArn"), f"must be a role in env.account ({account})"))
         # namespaces
         seen_ns: set[str] = set()
@@ -446,7 +458,7 @@ class HyperPodConfig(Strict):
                 e.append(_err(("namespaces", i), f"duplicate namespace '{ns}'"))
             seen_ns.add(ns)
         # operator region support (chart mode pulls the operator image from a regional registry)
-        if self.operator.install == "chart":
+        if self.operator.install == "chart" and region:
             from ..charts.operator_images import SUPPORTED_REGIONS as supported_regions
 
             if region not in supported_regions(self.operator.version):
@@ -462,11 +474,11 @@ class HyperPodConfig(Strict):
                               "required with manifests.delivery: files (a created zone's ID is known only at deploy)"))
         if self.capture is not None:
             c = self.capture
-            if c.bucket_account and c.bucket_account != account:
+            if c.bucket_account and account and c.bucket_account != account:
                 e.append(_err(("capture", "bucketAccount"),
                               f"the capture bucket must be in the cluster's account ({account}): the operator requires it"))
             m = rules.KMS_KEY_ARN_RE.match(c.kms)
-            if m and (m.group(1) or m.group(3)) != region:
+            if m and region and (m.group(1) or m.group(3)) != region:
                 e.append(_err(("capture", "kms"), f"the key must be in env.region ({region})"))
         # endpoints
         names: dict[tuple[str, str], int] = {}
@@ -507,7 +519,7 @@ class HyperPodConfig(Strict):
                 e.append(_err(at + ("verify",), "not available with manifests.delivery: files (nothing applies the resource)"))
             if ep.model.huggingface and ep.model.huggingface.token and ep.model.huggingface.token.secrets_manager_arn:
                 m = rules.SECRETS_ARN_RE.match(ep.model.huggingface.token.secrets_manager_arn)
-                if m and m.group(2) != account:
+                if m and account and m.group(2) != account:
                     e.append(_err(at + ("model", "huggingface", "token", "secretsManagerArn"),
                                   f"must be a secret in env.account ({account})"))
         if self.domain is not None and len(domains) > 100:

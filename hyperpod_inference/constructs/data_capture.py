@@ -32,6 +32,7 @@ from aws_cdk import Acknowledgment, Annotations, Aws, Duration, RemovalPolicy, S
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk.aws_kms import Key as _KmsKey
 from constructs import Construct
 
 from .nag import render_resolved
@@ -90,6 +91,10 @@ class DataCaptureStorage(Construct):
         log-delivery bucket policy. Default: True.
     :param removal_policy: applied to the created buckets and key. Default: ``RemovalPolicy.RETAIN``. The buckets do
         not auto-delete objects, so ``DESTROY`` fails on a non-empty bucket.
+    :param bucket: a bucket object instead of ``bucket_name`` (e.g. one of your own). A ``s3.Bucket`` of this very
+        stack gets its policy statements written like a created one; any other (another stack's, or imported with
+        ``from_*``) is never re-policied.
+    :param key: a key object instead of ``kms``, with the same rule for its key policy.
     :param physical_name_prefix: ``<base>`` of the deterministic names (lowercase letters, digits, '-'). Default:
         the stack name, lowercased (shortened with a hash when too long).
     """
@@ -115,7 +120,8 @@ class DataCaptureStorage(Construct):
                  bucket_account: str | None = None, bucket_default_kms: bool = False,
                  prefix: str = "data-capture", retention_days: int = 365, kms: str = "create",
                  alb_logs: bool = True, removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
-                 physical_name_prefix: str | None = None) -> None:
+                 physical_name_prefix: str | None = None, bucket: s3.IBucket | None = None,
+                 key: kms.IKey | None = None) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self._stack = stack
@@ -125,8 +131,20 @@ class DataCaptureStorage(Construct):
         self.prefix = prefix
         self.alb_logs = alb_logs
         self.retention_days = retention_days
-        self.imported_bucket = bucket_name is not None
-        self.imported_key = kms not in ("create", "none")
+        conflicts = []
+        if bucket is not None and bucket_name is not None:
+            conflicts.append("bucket and bucket_name: give one")
+        if key is not None and kms != "create":
+            conflicts.append(f"key and kms={kms!r}: give the key object or the kms option")
+        if conflicts:
+            raise ValueError(f"DataCaptureStorage {self.node.path}: invalid props:\n"
+                             + "\n".join(f"  - {p}" for p in conflicts))
+        # A bucket or key of this very stack is policied like one created here; any other is never re-policied.
+        owned_bucket = bucket is not None and isinstance(bucket, s3.Bucket) and Stack.of(bucket) is stack
+        owned_key = key is not None and isinstance(key, _KmsKey) and Stack.of(key) is stack
+        self.imported_bucket = bucket_name is not None or (bucket is not None and not owned_bucket)
+        self.imported_key = (kms not in ("create", "none")) if key is None else not owned_key
+        self._bucket_default_kms = bucket_default_kms
 
         self._validate(bucket_name=bucket_name, bucket_account=bucket_account,
                        bucket_default_kms=bucket_default_kms, prefix=prefix, retention_days=retention_days,
@@ -137,7 +155,10 @@ class DataCaptureStorage(Construct):
         self.log_bucket = None
         self.bucket_name = bucket_name if bucket_name is not None else f"{base}-capture-{suffix}"
 
-        if bucket_name is None:
+        if bucket is not None:
+            self.bucket = bucket
+            self.bucket_name = bucket.bucket_name
+        elif bucket_name is None:
             self.bucket = self._create_bucket(log_bucket_name=f"{base}-capture-logs-{suffix}",
                                               removal_policy=removal_policy)
         else:
@@ -150,7 +171,10 @@ class DataCaptureStorage(Construct):
         self.key = None
         self.key_alias_arn = None
         self.kms_key_id = None
-        if kms == "create":
+        if key is not None:
+            self.key = key
+            self.kms_key_id = key.key_arn
+        elif kms == "create":
             alias_name = f"alias/{base}-data-capture"
             self.key = self._create_key(alias_name, removal_policy)
             self.key_alias_arn = f"arn:{self._partition}:kms:{self._region}:{self._account}:{alias_name}"
@@ -162,8 +186,23 @@ class DataCaptureStorage(Construct):
         self.s3_uri = f"s3://{self.bucket_name}/{prefix}"
 
         if self.alb_logs and not self.imported_bucket:
-            for statement in self._alb_delivery_statements():
-                self.bucket.add_to_resource_policy(statement)
+            self._add_alb_delivery_policy()
+
+    def enable_alb_logs(self) -> None:
+        """Tier 2 (ALB access logs) is now enabled for some endpoint: a bucket this stack policies gets the ELB
+        log-delivery statements (once)."""
+        if self.alb_logs:
+            return
+        if self._bucket_default_kms:
+            raise ValueError(f"DataCaptureStorage {self.node.path}: ALB access logs (tier 2) cannot be delivered to a "
+                             "bucket whose default encryption is SSE-KMS (bucket_default_kms)")
+        self.alb_logs = True
+        if not self.imported_bucket:
+            self._add_alb_delivery_policy()
+
+    def _add_alb_delivery_policy(self) -> None:
+        for statement in self._alb_delivery_statements():
+            self.bucket.add_to_resource_policy(statement)
 
     # ----------------------------------------------------------------------------------------------------- grants
     def grant_capture_write(self, grantee: iam.IGrantable, *, multipart: bool = False) -> iam.Grant:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import RemovalPolicy, Stack, Token, region_info
 from aws_cdk import aws_certificatemanager as acm
@@ -25,6 +26,7 @@ from aws_cdk import aws_route53 as route53
 from constructs import Construct
 
 from ..config import rules
+from .lazy import lazy
 
 # customCertificateConfig.domainName (CRD): a lowercase DNS name, at most 253 characters, labels of 1-63.
 _DNS_NAME = re.compile(rules.DNS1123_SUBDOMAIN)
@@ -124,19 +126,25 @@ class CustomDomain(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, zone_name: str, domain_names: Sequence[str],
                  hosted_zone_id: str | None = None, certificate_arn: str | None = None,
-                 wildcard: bool | None = None) -> None:
+                 wildcard: bool | None = None, zone: route53.IHostedZone | None = None,
+                 certificate: acm.ICertificate | None = None) -> None:
         super().__init__(scope, construct_id)
         domain_names = list(domain_names)
         self._validate(zone_name, domain_names, hosted_zone_id, certificate_arn, wildcard)
+        self._validate_objects(zone_name, zone, hosted_zone_id, certificate, certificate_arn, wildcard)
 
         self.zone_name = zone_name
         self.domain_names: list[str] = domain_names
-        self.created_zone = hosted_zone_id is None
-        self.created_certificate = certificate_arn is None
+        self._wildcard = wildcard
+        self.created_zone = hosted_zone_id is None and zone is None
+        self.created_certificate = certificate_arn is None and certificate is None
 
         self.zone: route53.IHostedZone
         self.name_servers: list[str] | None
-        if self.created_zone:
+        if zone is not None:
+            self.zone = zone
+            self.name_servers = None
+        elif self.created_zone:
             zone = route53.PublicHostedZone(
                 self, "HostedZone", zone_name=zone_name,
                 comment=f"Custom domain for HyperPod inference endpoints ({zone_name})",
@@ -153,7 +161,9 @@ class CustomDomain(Construct):
         self.hosted_zone_id: str = self.zone.hosted_zone_id
 
         self.certificate: acm.ICertificate
-        if self.created_certificate:
+        if certificate is not None:
+            self.certificate = certificate
+        elif self.created_certificate:
             names = certificate_names(zone_name, domain_names, wildcard)
             self.certificate = acm.Certificate(
                 self, "Certificate",
@@ -161,11 +171,34 @@ class CustomDomain(Construct):
                 subject_alternative_names=names[1:] or None,
                 validation=acm.CertificateValidation.from_dns(self.zone),
             )
-            self.certificate_names: list[str] = names
+            # The names are read at synth, so domain names added later (add_domain_name) are on the certificate.
+            cfn = self.certificate.node.default_child
+            cfn.add_property_override("DomainName", lazy(lambda: self.certificate_names[0]))
+            cfn.add_property_override("SubjectAlternativeNames", lazy(lambda: self.certificate_names[1:] or None))
+            cfn.add_property_override("DomainValidationOptions", lazy(self._domain_validation_options))
         else:
             self.certificate = acm.Certificate.from_certificate_arn(self, "Certificate", certificate_arn)
-            self.certificate_names = []
         self.certificate_arn: str = self.certificate.certificate_arn
+
+    @property
+    def certificate_names(self) -> list[str]:
+        """The names an issued certificate carries, its domain name first; [] for an imported certificate."""
+        if not self.created_certificate:
+            return []
+        return certificate_names(self.zone_name, self.domain_names, self._wildcard)
+
+    def add_domain_name(self, name: str) -> None:
+        """One more endpoint domain name: on the issued certificate and in the DNS grants (both read at synth)."""
+        self._validate(self.zone_name, [*self.domain_names, name], None,
+                       None if self.created_certificate else self.certificate.certificate_arn, self._wildcard)
+        self.domain_names.append(name)
+
+    def _domain_validation_options(self) -> list[dict[str, Any]]:
+        # As aws-cdk-lib renders them for CertificateValidation.from_dns(zone): one per name, a wildcard dropped
+        # when its apex is among the names.
+        names = self.certificate_names
+        unique = [n for n in dict.fromkeys(names) if not n.startswith("*.") or n[2:] not in names]
+        return [{"DomainName": n, "HostedZoneId": self.zone.hosted_zone_id} for n in unique]
 
     @property
     def hosted_zone_arn(self) -> str:
@@ -201,16 +234,19 @@ class CustomDomain(Construct):
             actions=["route53:GetHostedZone", "route53:ListResourceRecordSets"],
             resource_arns=[zone_arn],
         )
-        record_names: list[str] = []
-        for name in self.domain_names:
-            record_names += [name, f"*.{name}"]
+        def record_names() -> list[str]:
+            names: list[str] = []
+            for name in self.domain_names:
+                names += [name, f"*.{name}"]
+            return names
+
         change = iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["route53:ChangeResourceRecordSets"],
             resource_arns=[zone_arn],
             conditions={
                 "ForAllValues:StringLike": {
-                    "route53:ChangeResourceRecordSetsNormalizedRecordNames": record_names,
+                    "route53:ChangeResourceRecordSetsNormalizedRecordNames": lazy(record_names),
                 },
                 "ForAllValues:StringEquals": {
                     "route53:ChangeResourceRecordSetsRecordTypes": list(OPERATOR_RECORD_TYPES),
@@ -220,6 +256,23 @@ class CustomDomain(Construct):
         return read.combine(change)
 
     # -- validation ------------------------------------------------------------------------------------------
+
+    def _validate_objects(self, zone_name: str, zone: route53.IHostedZone | None, hosted_zone_id: str | None,
+                          certificate: acm.ICertificate | None, certificate_arn: str | None,
+                          wildcard: bool | None) -> None:
+        problems = []
+        if zone is not None and hosted_zone_id is not None:
+            problems.append("zone and hosted_zone_id: give one")
+        if zone is not None and not _is_token(zone.zone_name) and not _is_token(zone_name) \
+                and zone.zone_name.rstrip(".") != zone_name:
+            problems.append(f"zone: its name is {zone.zone_name!r}, not zone_name {zone_name!r}")
+        if certificate is not None and certificate_arn is not None:
+            problems.append("certificate and certificate_arn: give one")
+        if certificate is not None and wildcard is not None:
+            problems.append("wildcard: only applies to an issued certificate")
+        if problems:
+            raise ValueError(f"CustomDomain {self.node.path}: {len(problems)} problem(s):\n  - "
+                             + "\n  - ".join(problems))
 
     def _validate(self, zone_name: str, domain_names: list[str], hosted_zone_id: str | None,
                   certificate_arn: str | None, wildcard: bool | None) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ from constructs import Construct, IConstruct
 
 from ..charts.operator import ADDON_SERVICE_ACCOUNT, CHART_SERVICE_ACCOUNT, OPERATOR_NAMESPACE
 from .irsa import ServiceAccountRef, ServiceAccountRole, irsa_principal, oidc_issuer_from_arn
+from .lazy import lazy
 
 __all__ = [
     "ADDON_SERVICE_ACCOUNT",
@@ -249,14 +250,26 @@ class TlsBucket(Construct):
     A name imports an existing bucket; it is never re-policied. If the name does not start with ``hyperpod-tls``,
     :meth:`grant_operator_access` adds to the execution role the S3 statements the managed policy would have given.
 
+    ``bucket`` takes a bucket object instead (e.g. one of your own stack); it is not re-policied either.
+
     Attributes: ``bucket`` (s3.IBucket), ``bucket_name``, ``s3_uri``, ``managed_policy_covers``, ``created`` and
     ``access_log_bucket`` (created buckets only, else None).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, bucket_name: str | None = None) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, bucket_name: str | None = None,
+                 bucket: s3.IBucket | None = None) -> None:
         super().__init__(scope, construct_id)
         self.access_log_bucket: s3.Bucket | None = None
-        if bucket_name is None:
+        if bucket is not None:
+            if bucket_name is not None:
+                _raise_if(["give bucket or bucket_name, not both"], "TlsBucket")
+            # The caller's bucket: never re-policied here; its name decides whether the managed policy covers it.
+            self.bucket = bucket
+            self.bucket_name = bucket.bucket_name
+            self.created = False
+            self.managed_policy_covers = (not Token.is_unresolved(self.bucket_name)
+                                          and self.bucket_name.startswith(TLS_BUCKET_PREFIX))
+        elif bucket_name is None:
             stack = Stack.of(self)
             # Deliver access logs through a bucket policy on the log bucket, not the LogDeliveryWrite ACL, so both
             # buckets can keep ACLs disabled (BucketOwnerEnforced). Scoped to this construct's subtree.
@@ -411,13 +424,14 @@ class OperatorDependencyRoles(Construct):
     - ``s3_csi_role``: ``kube-system:s3-csi-driver-sa``, created with no permissions: features grant it exactly the
       buckets/prefixes their volumes mount.
     - ``jumpstart_gated_role``: SageMaker plus the per-endpoint service accounts ``hyperpod-inference-service-account*``
-      the operator creates in ``namespaces_for_gated``; AWS managed ``AmazonSageMakerHyperPodGatedModelAccess``.
+      the operator creates in ``namespaces_for_gated`` (a callable is read at synth); AWS managed ``AmazonSageMakerHyperPodGatedModelAccess``.
 
     Any ``*_role_arn`` imports that role instead of creating it (``jumpstart_gated_role_arn`` likewise).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, oidc_provider_arn: str,
-                 namespaces_for_gated: Sequence[str], alb_role_arn: str | None = None,
+                 namespaces_for_gated: Sequence[str] | Callable[[], Sequence[str]],
+                 alb_role_arn: str | None = None,
                  keda_role_arn: str | None = None, s3_csi_role_arn: str | None = None,
                  jumpstart_gated_role_arn: str | None = None) -> None:
         super().__init__(scope, construct_id)
@@ -426,7 +440,7 @@ class OperatorDependencyRoles(Construct):
                            ("s3_csi_role_arn", s3_csi_role_arn),
                            ("jumpstart_gated_role_arn", jumpstart_gated_role_arn)):
             _check_role_arn(field, arn, errors, required=False)
-        if jumpstart_gated_role_arn is None:
+        if jumpstart_gated_role_arn is None and not callable(namespaces_for_gated):
             if not namespaces_for_gated:
                 errors.append("namespaces_for_gated: name at least one namespace (or give jumpstart_gated_role_arn)")
             for i, ns in enumerate(namespaces_for_gated):
@@ -449,7 +463,7 @@ class OperatorDependencyRoles(Construct):
         self.jumpstart_gated_role: iam.IRole = (
             iam.Role.from_role_arn(self, "JumpStartGatedModelRole", jumpstart_gated_role_arn)
             if jumpstart_gated_role_arn
-            else self._gated_model_role(oidc_provider_arn, list(namespaces_for_gated)))
+            else self._gated_model_role(oidc_provider_arn, namespaces_for_gated))
 
     def _alb_controller_role(self, oidc_provider_arn: str) -> iam.Role:
         role = ServiceAccountRole(self, "AlbControllerRole", oidc_provider_arn=oidc_provider_arn,
@@ -479,9 +493,15 @@ class OperatorDependencyRoles(Construct):
         })
         return role
 
-    def _gated_model_role(self, oidc_provider_arn: str, namespaces: list[str]) -> iam.Role:
+    def _gated_model_role(self, oidc_provider_arn: str,
+                          namespaces: Sequence[str] | Callable[[], Sequence[str]]) -> iam.Role:
         issuer = oidc_issuer_from_arn(oidc_provider_arn)
-        subjects = [f"system:serviceaccount:{ns}:{GATED_MODEL_SERVICE_ACCOUNT_PREFIX}*" for ns in namespaces]
+
+        def subjects() -> str | list[str]:
+            names = namespaces() if callable(namespaces) else namespaces
+            subs = [f"system:serviceaccount:{ns}:{GATED_MODEL_SERVICE_ACCOUNT_PREFIX}*" for ns in names]
+            return subs[0] if len(subs) == 1 else subs
+
         # StringLike on sub only: the operator creates one service account per JumpStart endpoint whose name starts
         # with hyperpod-inference-service-account, so the exact names are not known in advance. The namespace part
         # stays literal (AWS's own template uses "*" there); aud stays StringEquals.
@@ -489,7 +509,7 @@ class OperatorDependencyRoles(Construct):
             oidc_provider_arn,
             conditions={
                 "StringEquals": {f"{issuer}:aud": "sts.amazonaws.com"},
-                "StringLike": {f"{issuer}:sub": subjects[0] if len(subjects) == 1 else subjects},
+                "StringLike": {f"{issuer}:sub": lazy(subjects) if callable(namespaces) else subjects()},
             },
             assume_role_action="sts:AssumeRoleWithWebIdentity",
         )
@@ -583,7 +603,8 @@ class OperatorAddon(Construct):
         if (hyperpod_cluster_arn is not None and not Token.is_unresolved(hyperpod_cluster_arn)
                 and not _CLUSTER_ARN.match(hyperpod_cluster_arn)):
             errors.append(f"hyperpod_cluster_arn: not a SageMaker HyperPod cluster ARN: {hyperpod_cluster_arn!r}")
-        if not isinstance(enable_custom_service_accounts, bool):
+        if not isinstance(enable_custom_service_accounts, bool) and not Token.is_unresolved(
+                enable_custom_service_accounts):
             errors.append("enable_custom_service_accounts: must be true or false")
         _raise_if(errors, "OperatorAddon configuration")
 

@@ -11,7 +11,7 @@ import cdk8s
 import pytest
 from aws_cdk.assertions import Template
 
-from hyperpod_inference.stack import MAX_MANIFEST_BYTES, ManifestUnit, size_problems
+from hyperpod_inference.delivery import MAX_MANIFEST_BYTES, ManifestUnit
 from tests.k8s_validation import _strict, require_crds
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
 
@@ -146,19 +146,20 @@ def test_two_namespaces_get_two_token_roles_each_reading_only_its_secret(tmp_pat
 
 def test_size_check_names_the_manifest_that_is_too_big(default):
     # GIVEN a synthetic chart with one huge ConfigMap  WHEN the size limits are checked  THEN it is named
-    chart = cdk8s.Chart(default.stack.k8s_app, "oversized", disable_resource_name_hashes=True)
+    delivery = default.stack.inference.delivery
+    chart = cdk8s.Chart(delivery.k8s_app, "oversized", disable_resource_name_hashes=True)
     cdk8s.ApiObject(chart, "big", api_version="v1", kind="ConfigMap",
                     metadata=cdk8s.ApiObjectMetadata(name="big", namespace="inference")).add_json_patch(
         cdk8s.JsonPatch.add("/data", {"blob": "x" * (MAX_MANIFEST_BYTES + 1)}))
-    default.stack.units.append(ManifestUnit("oversized", chart))
+    delivery.units["oversized"] = ManifestUnit("oversized", chart)
     try:
-        problems = size_problems(default.stack)
-        at_synth = default.stack.node.validate()  # what app.synth() runs: it fails on any of these
+        problems = delivery.size_problems()
+        at_synth = default.stack.inference.node.validate()  # what app.synth() runs: it fails on any of these
     finally:
-        default.stack.units.pop()
+        del delivery.units["oversized"]
     assert len(problems) == 1 and problems[0].startswith("manifest 'oversized' is ")
     assert at_synth == problems
-    assert size_problems(default.stack) == []
+    assert delivery.size_problems() == []
 
 
 def test_chart_mode_orders_operator_chart_before_custom_resources(chart_mode):

@@ -1,0 +1,39 @@
+"""Values computed at synth: a construct that takes a callable reads the set of endpoints only when the template is
+written, so endpoints added after construction count."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jsii
+from aws_cdk import IStableAnyProducer, IStableStringProducer, Lazy
+
+
+@jsii.implements(IStableAnyProducer)
+class _Produce:
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+    def produce(self) -> Any:
+        return self.fn()
+
+
+def lazy(fn: Callable[[], Any]) -> Any:
+    """``fn()`` at synth, as a token (``Lazy.any``)."""
+    return Lazy.any(_Produce(fn))
+
+
+@jsii.implements(IStableStringProducer)
+class _ProduceString:
+    def __init__(self, fn: Callable[[], str]) -> None:
+        self.fn = fn
+
+    def produce(self) -> str:
+        return self.fn()
+
+
+def lazy_string(fn: Callable[[], str]) -> str:
+    """``fn()`` at synth, as a string token (``Lazy.string``): usable where a plain string is expected, a cdk8s
+    object included (the kubectl manifest resolves it)."""
+    return Lazy.string(_ProduceString(fn))

@@ -1,0 +1,165 @@
+"""Manifest delivery: cdk8s charts -> review copies under ``cdk.out/manifests/`` and (kubectl delivery) one
+``KubernetesManifest`` resource per chart, in dependency order, within the kubectl provider's size limits.
+
+``ManifestDelivery`` is a helper of ``HyperPodInference``, not a construct of its own: the manifest resources are
+children of the scope they are delivered into, so their logical IDs stay ``Manifest<Chart>`` wherever the helper
+lives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import aws_cdk as cdk
+import cdk8s
+from aws_cdk import aws_eks as eks
+from constructs import Construct
+
+from .manifests import with_placeholders, write_manifest_files
+
+# Size limits checked at synth (a manifest that the kubectl provider cannot carry fails late and badly).
+MAX_MANIFEST_BYTES = 256 * 1024
+MAX_TEMPLATE_BYTES = 1024 * 1024
+MAX_RESOURCES = 500
+MAX_OUTPUTS = 200  # CloudFormation's limit of Outputs per template
+
+# cdk-nag findings inside aws-cdk-lib's own kubectl provider nested stack; exact IDs as cdk-nag prints them.
+KUBECTL_PROVIDER_ACKS = {
+    "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]":
+        "aws-cdk-lib's kubectl provider Lambdas use the AWS basic execution role for their logs",
+    "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly]":
+        "aws-cdk-lib's kubectl handler needs ECR pull for Helm OCI charts",
+    'AwsSolutions::AwsSolutions-IAM4[Policy::{"Fn::If":["HandlerHasEcrPublic195AF58A",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}]':
+        "aws-cdk-lib's kubectl handler: conditional ECR Public read-only policy",
+    "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]":
+        "private API endpoint (cluster.kubectlSubnetIds): aws-cdk-lib's kubectl provider Lambdas run in the VPC",
+    "AwsSolutions::AwsSolutions-L1": "aws-cdk-lib pins the kubectl handler's runtime; not under this library's control",
+    "AwsSolutions::AwsSolutions-IAM5[Resource::<Handler886CB40B.Arn>:*]":
+        "aws-cdk-lib's provider framework may invoke any version of its kubectl handler",
+}
+
+
+def pascal(name: str) -> str:
+    """``team-a`` -> ``TeamA``: the construct-ID form of a Kubernetes name."""
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", name) if p)
+
+
+@dataclass
+class ManifestUnit:
+    """One chart: one review file and (kubectl delivery) one KubernetesManifest resource."""
+
+    name: str
+    chart: cdk8s.Chart
+    depends_on: list[str] = field(default_factory=list)  # other units, by name
+    after: list[Construct] = field(default_factory=list)  # AWS-side constructs that must exist first
+    custom_resource: bool = False
+    resource: eks.KubernetesManifest | None = None
+
+    def objects(self) -> list[dict[str, Any]]:
+        return list(self.chart.to_json())
+
+
+class ManifestDelivery:
+    """The charts of one ``HyperPodInference`` and how they reach the cluster.
+
+    :param cluster: the cluster whose kubectl provider applies the charts; ``None`` for ``manifests.delivery: files``
+        (review files only).
+    """
+
+    def __init__(self, cluster: eks.ICluster | None) -> None:
+        self.cluster = cluster
+        self.k8s_app = cdk8s.App()
+        self.units: dict[str, ManifestUnit] = {}
+        self.operator_unit: ManifestUnit | None = None
+        self._acknowledged_provider = False
+
+    def chart(self, name: str) -> cdk8s.Chart:
+        """A new, empty chart whose objects land in ``manifests/<name>.yaml``."""
+        if name in self.units:
+            raise ValueError(f"a chart named {name!r} already exists")
+        return cdk8s.Chart(self.k8s_app, name, disable_resource_name_hashes=True)
+
+    def deliver(self, scope: Construct, name: str, chart: cdk8s.Chart, *, depends_on: list[str] | None = None,
+                after: list[Construct] | None = None, custom_resource: bool = False) -> ManifestUnit:
+        """Register ``chart`` and, with kubectl delivery, apply it as ``Manifest<Name>`` in ``scope`` after the
+        units named in ``depends_on``, the constructs in ``after`` and (for custom resources) the operator chart."""
+        unit = ManifestUnit(name, chart, list(depends_on or []), list(after or []), custom_resource)
+        self.units[name] = unit
+        objs = unit.objects()
+        if self.cluster is None or not objs:
+            return unit
+        resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self.cluster, manifest=objs,
+                                          overwrite=True)
+        unit.resource = resource
+        for dep in unit.depends_on:
+            other = self.units.get(dep)
+            if other is not None and other.resource is not None:
+                resource.node.add_dependency(other.resource)
+        if unit.after:
+            resource.node.add_dependency(*unit.after)
+        if custom_resource and self.operator_unit is not None and self.operator_unit.resource is not None:
+            resource.node.add_dependency(self.operator_unit.resource)
+        self._acknowledge_provider()
+        return unit
+
+    def _acknowledge_provider(self) -> None:
+        if self._acknowledged_provider or self.cluster is None:
+            return
+        stack = cdk.Stack.of(self.cluster)
+        provider = stack.node.try_find_child(f"{cdk.Names.node_unique_id(self.cluster.node)}-KubectlProvider")
+        if provider is not None:
+            cdk.Validations.of(provider).acknowledge(
+                *[cdk.Acknowledgment(id=k, reason=v) for k, v in KUBECTL_PROVIDER_ACKS.items()])
+            self._acknowledged_provider = True
+
+    # ------------------------------------------------------------------------------------------- review copies
+    def documents(self, stack: cdk.Stack) -> dict[str, list[dict[str, Any]]]:
+        """Every chart's objects, deploy-time values shown as placeholders (``<LogicalId.Attr>``)."""
+        objects = [(u.name, u.objects()) for u in self.units.values()]  # each chart synthesized once
+        return {name: with_placeholders(stack, objs) for name, objs in objects if objs}
+
+    def write(self, stack: cdk.Stack, outdir: str) -> list[str]:
+        """Write ``<outdir>/manifests/<chart>.yaml`` (one file per chart)."""
+        return [str(p) for p in write_manifest_files(os.path.join(outdir, "manifests"), self.documents(stack))]
+
+    # ------------------------------------------------------------------------------------------- size limits
+    def size_problems(self) -> list[str]:
+        problems = []
+        for unit in self.units.values():
+            size = len(json.dumps(unit.objects(), separators=(",", ":")))
+            if size > MAX_MANIFEST_BYTES:
+                problems.append(f"manifest '{unit.name}' is {size} bytes; the kubectl provider takes at most "
+                                f"{MAX_MANIFEST_BYTES} bytes per manifest")
+        return problems
+
+
+def stack_limit_problems(stack: cdk.Stack) -> list[str]:
+    """CloudFormation's per-template limits of resources and outputs, for ``stack`` itself."""
+    problems = []
+    resources = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource) and cdk.Stack.of(c) is stack]
+    if len(resources) > MAX_RESOURCES:
+        problems.append(f"stack has {len(resources)} resources; CloudFormation allows {MAX_RESOURCES} "
+                        "(split the endpoints across stacks)")
+    outputs = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnOutput) and cdk.Stack.of(c) is stack]
+    if len(outputs) > MAX_OUTPUTS:
+        problems.append(f"stack has {len(outputs)} outputs; CloudFormation allows {MAX_OUTPUTS} "
+                        "(split the endpoints across stacks)")
+    return problems
+
+
+def template_size_problems(assembly_dir: str) -> list[str]:
+    """After synth: every template of the assembly must stay under CloudFormation's 1 MB limit (when deployed from
+    S3, as the CLI does for large templates)."""
+    import pathlib
+
+    problems = []
+    for path in sorted(pathlib.Path(assembly_dir).glob("*.template.json")):
+        size = path.stat().st_size
+        if size > MAX_TEMPLATE_BYTES:
+            problems.append(f"template {path.name} is {size} bytes; CloudFormation allows {MAX_TEMPLATE_BYTES} "
+                            "(split the endpoints across stacks)")
+    return problems

@@ -1,0 +1,477 @@
+"""``HyperPodInference``: HyperPod inference on an existing HyperPod EKS cluster, as one construct for any stack.
+
+Composition and order (deletion runs in reverse, so the operator outlives the resources it finalizes):
+  dependency add-ons -> operator (add-on or chart) -> roles, service accounts, secrets -> custom resources.
+
+Every endpoint goes through :meth:`HyperPodInference.add_endpoint`, the config's endpoints included. What depends on
+the whole set of endpoints (the add-on's ``enableCustomServiceAccounts``, the gated-model role's trust, the domain's
+certificate names and DNS grants, the output fold, size checks) is computed at synth, so endpoints added after
+construction count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_route53 as route53
+from aws_cdk import aws_s3 as s3
+from constructs import Construct, IConstruct, IValidation
+
+from .charts.endpoint import EndpointChart, EndpointWiring, add_objects
+from .charts.hf_token import external_secret_objects, token_names, token_secret_ref
+from .charts.nvme_cache import NvmeAgentCode, NvmeCache, NvmeCachePlan, model_reader_service_account
+from .charts.runtimes import PRESETS
+from .config.loader import ConfigError, parse_config
+from .config.models import Endpoint, HyperPodConfig
+from .config.warnings import config_warnings, endpoint_warnings
+from .constructs.data_capture import DataCaptureStorage
+from .constructs.domain import CustomDomain, delegation_instructions
+from .constructs.endpoint_verification import EndpointVerification
+from .constructs.irsa import ServiceAccountRef, ServiceAccountRole
+from .constructs.model_access import grant_model_read, grant_secret_read
+from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems
+from .operator_install import OperatorInstall
+
+EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"
+
+
+@dataclass
+class InferenceEndpoint:
+    """What :meth:`HyperPodInference.add_endpoint` built for one endpoint.
+
+    ``custom_resource`` is the synthesized InferenceEndpointConfig / JumpStartModel (deploy-time values as tokens);
+    ``manifest`` the ``KubernetesManifest`` applying it (None with ``manifests.delivery: files``); the roles are None
+    when the endpoint needs none.
+    """
+
+    endpoint: Endpoint
+    chart_name: str
+    custom_resource: dict[str, Any]
+    manifest: eks.KubernetesManifest | None
+    model_reader_role: iam.IRole | None = None
+    token_reader_role: iam.IRole | None = None
+    verification: EndpointVerification | None = None
+
+
+def _unresolved(value: Any) -> bool:
+    return isinstance(value, str) and cdk.Token.is_unresolved(value)
+
+
+class HyperPodInference(Construct):
+    """Everything HyperPod inference needs on an existing cluster, from one validated config, in your stack.
+
+    :param config: the validated config (``load_config``; ``load_config(path, cluster_object=True)`` when you pass
+        ``cluster``, so the ``cluster`` section needs only ``hyperpodClusterArn`` and, unless the cluster object
+        carries a literal one, ``oidcProviderArn``)
+    :param cluster: the EKS cluster (``aws_eks.ICluster``) whose kubectl provider applies the manifests. Default:
+        none, for ``manifests.delivery: files``; ``HyperPodInferenceStack`` imports the one the config describes.
+    :param capture_bucket: the capture bucket instead of ``capture.bucketName``. One created in the same stack is
+        policied like one the library creates; any other is never re-policied (the statements go to an output).
+    :param capture_key: the capture key instead of ``capture.kms``, with the same rule for its key policy.
+    :param tls_bucket: the operator's TLS bucket instead of ``operator.tlsBucketName``.
+    :param hosted_zone: the Route 53 zone instead of ``domain.hostedZoneId`` (its name must be ``domain.zoneName``).
+    :param certificate: the ACM certificate instead of ``domain.certificateArn``.
+    :param execution_role: the operator's execution role (``install: existing``) instead of
+        ``operator.executionRoleArn``; its name must start with ``SageMakerHyperPodInference`` when literal. Its trust
+        cannot be checked: a warning says so.
+
+    Attributes: ``execution_role``, ``tls_bucket``, ``capture`` (DataCaptureStorage, once an endpoint captures),
+    ``domain`` (CustomDomain, once an endpoint has a domain name), ``endpoints`` (chart name -> InferenceEndpoint),
+    ``custom_resources`` and ``manifest_resources`` (chart name -> custom resource / KubernetesManifest).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: HyperPodConfig,
+                 cluster: eks.ICluster | None = None, capture_bucket: s3.IBucket | None = None,
+                 capture_key: kms.IKey | None = None, tls_bucket: s3.IBucket | None = None,
+                 hosted_zone: route53.IHostedZone | None = None, certificate: acm.ICertificate | None = None,
+                 execution_role: iam.IRole | None = None) -> None:
+        super().__init__(scope, construct_id)
+        self.stack = cdk.Stack.of(self)
+        self._validate_props(config, cluster, execution_role)
+        self.config = config
+        self.cluster = cluster
+        self.region: str = self.stack.region
+        self.account: str = self.stack.account
+        self.oidc_provider_arn = self._oidc_provider_arn(config, cluster)
+        self._capture_props = (capture_bucket, capture_key)
+        self._domain_props = (hosted_zone, certificate)
+        self.delivery = ManifestDelivery(cluster if config.manifests.delivery == "kubectl" else None)
+        self.endpoints: dict[str, InferenceEndpoint] = {}
+        self._added: list[Endpoint] = []
+        self.capture: DataCaptureStorage | None = None
+        self.domain: CustomDomain | None = None
+        self._endpoint_outputs: list[tuple[Endpoint, str, list[cdk.CfnOutput]]] = []
+
+        self.operator = OperatorInstall(self, config=config, oidc_provider_arn=self.oidc_provider_arn,
+                                        delivery=self.delivery, cluster=cluster, endpoints=self._added,
+                                        tls_bucket=tls_bucket, execution_role=execution_role)
+        self.execution_role = self.operator.execution_role
+        self.tls_bucket = self.operator.tls_bucket
+        self.s3_csi_role = self.operator.s3_csi_role
+        self._add_namespaces()
+        for warning in config_warnings(config):
+            cdk.Annotations.of(self).add_warning_v2(warning.annotation_id, f"{warning.path}: {warning.message}")
+        for endpoint in config.endpoints:
+            self._add(endpoint)
+        self._global_outputs()
+        self.node.add_validation(_SizeLimits(self))
+        cdk.Aspects.of(self).add(_FoldOutputs(self))
+
+    # ------------------------------------------------------------------------------------------------- props
+    def _validate_props(self, config: HyperPodConfig, cluster: eks.ICluster | None,
+                        execution_role: iam.IRole | None) -> None:
+        problems: list[str] = []
+        stack = self.stack
+        if _unresolved(stack.account) or _unresolved(stack.region):
+            problems.append("the enclosing stack needs a literal env (account and region): IRSA trust conditions "
+                            "and physical names are exact")
+        elif config.env is not None and (config.env.account, config.env.region) != (stack.account, stack.region):
+            problems.append(f"config env ({config.env.account} / {config.env.region}) differs from the enclosing "
+                            f"stack's ({stack.account} / {stack.region})")
+        if config.manifests.delivery == "kubectl" and cluster is None:
+            problems.append("cluster: required with manifests.delivery: kubectl (the cluster whose kubectl provider "
+                            "applies the manifests)")
+        if cluster is not None and config.cluster.eks_cluster_name and not _unresolved(cluster.cluster_name) \
+                and cluster.cluster_name != config.cluster.eks_cluster_name:
+            problems.append(f"cluster: named {cluster.cluster_name!r}, but cluster.eksClusterName is "
+                            f"{config.cluster.eks_cluster_name!r}")
+        if execution_role is not None:
+            if config.operator.install != "existing":
+                problems.append("execution_role: only used with operator.install: existing (the library creates the "
+                                "role for addon and chart)")
+            name = execution_role.role_name
+            if not _unresolved(name) and not name.startswith(EXECUTION_ROLE_PREFIX):
+                problems.append(f"execution_role: the role name must start with {EXECUTION_ROLE_PREFIX} (the "
+                                f"managed policy only passes such roles), got {name!r}")
+        if problems:
+            raise ValueError(f"HyperPodInference {self.node.path}: " + "; ".join(problems))
+        if execution_role is not None:
+            cdk.Annotations.of(self).add_warning_v2(
+                "hyperpod-inference:executionRoleTrust",
+                "execution_role: its trust policy cannot be checked here; it must trust sagemaker.amazonaws.com and "
+                "the operator's service account")
+
+    @staticmethod
+    def _oidc_provider_arn(config: HyperPodConfig, cluster: eks.ICluster | None) -> str:
+        arn = config.cluster.oidc_provider_arn
+        if arn is None and cluster is not None:
+            try:
+                arn = cluster.open_id_connect_provider.open_id_connect_provider_arn
+            except jsii.errors.JSIIError:
+                arn = None
+        if arn is None:
+            raise ValueError("cluster.oidcProviderArn: required (the cluster object carries no OIDC provider)")
+        if _unresolved(arn):
+            raise ValueError("cluster.oidcProviderArn: the cluster object's OIDC provider ARN is a deploy-time token; "
+                             "give the literal ARN in the config so IRSA trust conditions stay exact")
+        return arn
+
+    # ---------------------------------------------------------------------------------------------- endpoints
+    def add_endpoint(self, endpoint: Endpoint, *, scope: Construct | None = None) -> InferenceEndpoint:
+        """Add one endpoint (``Endpoint.model_validate({...})`` with the YAML's own keys) and everything it needs:
+        token sync, NVMe cache, per-pod IAM, capture and domain wiring, verification and outputs.
+
+        The config's cross-endpoint rules apply against the endpoints already added (unique names, SageMaker
+        endpoint names and domain names; the sections it needs), each problem named by its path. ``scope``
+        places the endpoint's roles and manifest (e.g. in a nested stack); default: this construct.
+        """
+        self._check_against_config(endpoint)
+        return self._add(endpoint, scope)
+
+    def _check_against_config(self, endpoint: Endpoint) -> None:
+        data = self.config.model_dump(by_alias=True, exclude_none=True)
+        data["endpoints"] = [e.model_dump(by_alias=True, exclude_none=True) for e in [*self._added, endpoint]]
+        try:
+            parse_config(data, "add_endpoint", cluster_object=True)
+        except ConfigError as err:
+            prefix = f"endpoints[{len(self._added)}]"
+            problems = [(p[len(prefix):].lstrip(".") or "<endpoint>", m) if p.startswith(prefix) else (p, m)
+                        for p, m in err.problems]
+            raise ConfigError(f"add_endpoint({endpoint.namespace}/{endpoint.name})", problems) from None
+
+    def _add(self, endpoint: Endpoint, scope: Construct | None = None) -> InferenceEndpoint:
+        scope = scope or self
+        self._added.append(endpoint)
+        name = f"{endpoint.namespace}-{endpoint.name}"
+        base_deps = ["namespaces"] if endpoint.namespace in self.config.namespaces else []
+        support_objs: list[dict[str, Any]] = []
+        token = token_secret_ref(endpoint)
+        hf = endpoint.model.huggingface
+        token_role = model_role = None
+        if hf is not None and hf.token is not None and hf.token.secrets_manager_arn:
+            token_role = self._service_account_role(scope, endpoint, token_names(endpoint)["service_account"],
+                                                    "HfToken")
+            grant_secret_read(token_role, secret_arn=hf.token.secrets_manager_arn, kms_key_arn=hf.token.kms_key_arn)
+            support_objs += external_secret_objects(endpoint, region=self.region, role_arn=token_role.role_arn)
+        s3_source = endpoint.model.s3
+        wiring: dict[str, Any] = {"region": self.region}
+        plan = None
+        if endpoint.weight_cache.mode == "daemonset":
+            sa_name = None
+            if s3_source is not None:
+                sa_name = model_reader_service_account(endpoint, None)["metadata"]["name"]
+                model_role = self._service_account_role(scope, endpoint, sa_name, "ModelReader")
+                grant_model_read(model_role, bucket=s3_source.bucket, prefix=s3_source.prefix,
+                                 kms_key_arn=s3_source.kms_key_arn)
+                support_objs.append(model_reader_service_account(endpoint, model_role.role_arn))
+            plan = NvmeCachePlan(endpoint, self.region, token, sa_name)
+            wiring.update(kubernetes_volumes=plan.volumes(), init_containers=plan.init_containers(),
+                          model_volume_name=endpoint.weight_cache.volume_name, service_account_name=sa_name)
+        else:
+            # The operator hands the token to its own init container (and, without prefetch, to the runtime).
+            wiring["token_secret"] = token
+            if s3_source is not None and self.s3_csi_role is not None:
+                # The operator mounts the bucket through the S3 CSI driver: read on exactly this model's prefix.
+                grant_model_read(self.s3_csi_role, bucket=s3_source.bucket, prefix=s3_source.prefix,
+                                 kms_key_arn=s3_source.kms_key_arn)
+        if endpoint.data_capture is not None and endpoint.data_capture.any_enabled:
+            capture = self._capture_for(endpoint)
+            wiring.update(capture_s3_uri=capture.s3_uri, capture_kms_key_id=capture.kms_key_id)
+        if endpoint.domain_name:
+            domain = self._domain_for(endpoint.domain_name)
+            wiring.update(certificate_arn=domain.certificate_arn, hosted_zone_id=domain.hosted_zone_id,
+                          tls_output_s3_uri=self.tls_bucket.s3_uri)
+        deps = list(base_deps)
+        if support_objs or plan is not None:
+            support_deps = list(base_deps)
+            if plan is not None:
+                support_deps.append(self._agent_code_unit(scope, endpoint.namespace, base_deps))
+            support = self.delivery.chart(f"{name}-support")
+            add_objects(support, support_objs)
+            if plan is not None:
+                NvmeCache(support, "NvmeCache", plan=plan)
+            self.delivery.deliver(scope, support.node.id, support, depends_on=support_deps)
+            deps.append(support.node.id)
+        chart = EndpointChart(self.delivery.k8s_app, name, endpoint=endpoint, wiring=EndpointWiring(**wiring))
+        unit = self.delivery.deliver(scope, name, chart, depends_on=deps, after=list(self.operator.dependencies),
+                                     custom_resource=True)
+        added = InferenceEndpoint(endpoint, name, chart.resource, unit.resource, model_role, token_role)
+        self.endpoints[name] = added
+        added.verification = self._verify(scope, endpoint, unit)
+        self._warn(endpoint, name)
+        self._endpoint_outputs.append((endpoint, *self._outputs_for(scope, endpoint, added)))
+        return added
+
+    def _service_account_role(self, scope: Construct, endpoint: Endpoint, sa_name: str,
+                              purpose: str) -> ServiceAccountRole:
+        return ServiceAccountRole(
+            scope, f"{pascal(endpoint.namespace)}{pascal(endpoint.name)}{purpose}Role",
+            oidc_provider_arn=self.oidc_provider_arn,
+            service_account=ServiceAccountRef(endpoint.namespace, sa_name),
+            description=f"{purpose} for {endpoint.namespace}/{endpoint.name} (hyperpod-inference-cdk)")
+
+    def _agent_code_unit(self, scope: Construct, namespace: str, depends_on: list[str]) -> str:
+        """The namespace's shared NVMe agent code chart (created once), by unit name."""
+        name = f"{namespace}-nvme-agent-code"
+        if name not in self.delivery.units:
+            chart = self.delivery.chart(name)
+            NvmeAgentCode(chart, "AgentCode", namespace=namespace)
+            self.delivery.deliver(scope, name, chart, depends_on=depends_on)
+        return name
+
+    def _add_namespaces(self) -> None:
+        if not self.config.namespaces:
+            return
+        chart = self.delivery.chart("namespaces")
+        add_objects(chart, [{"apiVersion": "v1", "kind": "Namespace",
+                             "metadata": {"name": ns, "labels": {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}}}
+                            for ns in self.config.namespaces])
+        self.delivery.deliver(self, "namespaces", chart)
+
+    # ------------------------------------------------------------------------------------ capture and domain
+    def _capture_for(self, endpoint: Endpoint) -> DataCaptureStorage:
+        cap = self.config.capture
+        assert cap is not None, "the config rules require the capture section for an endpoint that captures"
+        tier2 = bool(endpoint.data_capture and endpoint.data_capture.load_balancer
+                     and endpoint.data_capture.load_balancer.enabled)
+        if self.capture is None:
+            bucket, key = self._capture_props
+            self.capture = DataCaptureStorage(
+                self, "DataCapture", bucket_name=cap.bucket_name, bucket_account=cap.bucket_account,
+                bucket_default_kms=cap.bucket_encryption == "SSE-KMS", prefix=cap.prefix,
+                retention_days=cap.retention_days, kms=cap.kms, alb_logs=tier2, bucket=bucket, key=key)
+            self.capture.grant_capture_write(self.execution_role)
+            if self.s3_csi_role is not None:
+                self.capture.grant_capture_write(self.s3_csi_role, multipart=True)
+            self._capture_outputs(self.capture)
+        elif tier2:
+            self.capture.enable_alb_logs()
+        return self.capture
+
+    def _domain_for(self, domain_name: str) -> CustomDomain:
+        d = self.config.domain
+        assert d is not None, "the config rules require the domain section for an endpoint with a domainName"
+        if self.domain is None:
+            zone, certificate = self._domain_props
+            self.domain = CustomDomain(self, "Domain", zone_name=d.zone_name, domain_names=[domain_name],
+                                       hosted_zone_id=d.hosted_zone_id, certificate_arn=d.certificate_arn,
+                                       wildcard=d.wildcard, zone=zone, certificate=certificate)
+            self.domain.grant_dns_management(self.execution_role)
+            self.domain.grant_certificate_read(self.execution_role)
+            self.tls_bucket.grant_operator_access(self.execution_role)
+            if self.domain.created_zone and self.domain.name_servers is not None:
+                cdk.CfnOutput(self, "DomainNameServers", value=cdk.Fn.join(",", self.domain.name_servers),
+                              description=delegation_instructions(d.zone_name)[:1000])
+        else:
+            self.domain.add_domain_name(domain_name)
+        return self.domain
+
+    # ------------------------------------------------------------------------------------- checks and warnings
+    def _verify(self, scope: Construct, ep: Endpoint, unit: ManifestUnit) -> EndpointVerification | None:
+        if ep.verify is None or ep.sagemaker_endpoint_name is None:
+            return None
+        preset = PRESETS.get(ep.effective_runtime or "")
+        payload = ep.verify.payload or (preset.default_payload if preset else '{"inputs": "Hello"}')
+        check = EndpointVerification(
+            scope, f"Verify{pascal(unit.name)}", endpoint_name=ep.sagemaker_endpoint_name, payload=payload,
+            content_type=ep.verify.content_type, fail_deployment=ep.verify.fail_deployment,
+            timeout=cdk.Duration.minutes(ep.verify.timeout_minutes))
+        if unit.resource is not None:
+            check.node.add_dependency(unit.resource)
+        return check
+
+    def _warn(self, endpoint: Endpoint, name: str) -> None:
+        hf = endpoint.model.huggingface
+        where = f"endpoints {endpoint.namespace}/{endpoint.name}"
+        if hf is not None and hf.commit_sha is None:
+            cdk.Annotations.of(self).add_warning_v2(
+                f"hyperpod-inference:unpinned:{name}",
+                f"{where}: no commitSHA, so the deployment follows the Hub's main branch and is not reproducible; "
+                "pin model.huggingface.commitSHA")
+        if hf is not None and hf.token is not None and not hf.prefetch and endpoint.weight_cache.mode != "daemonset":
+            cdk.Annotations.of(self).add_warning_v2(
+                f"hyperpod-inference:tokenInRuntime:{name}",
+                f"{where}: with prefetch: false the operator also gives the Hugging Face token to the model server "
+                "container; set prefetch: true to keep it in the init container")
+        pod = endpoint.data_capture.model_pod if endpoint.data_capture else None
+        if pod is not None and pod.enabled and (pod.initial_sampling_percentage in (None, 100)) \
+                and not pod.max_payload_size_kb:
+            cdk.Annotations.of(self).add_warning_v2(
+                f"hyperpod-inference:fullCapture:{name}",
+                f"{where}: modelPod capture samples 100% of requests with no payload cap (maxPayloadSizeKB); every "
+                "full request and response is stored")
+        for warning in endpoint_warnings(endpoint, self.config):
+            cdk.Annotations.of(self).add_warning_v2(f"{warning.annotation_id}:{name}",
+                                                    f"{where}: {warning.path}: {warning.message}")
+
+    # -------------------------------------------------------------------------------------------------- outputs
+    def _outputs_for(self, scope: Construct, ep: Endpoint, added: InferenceEndpoint,
+                     ) -> tuple[str, list[cdk.CfnOutput]]:
+        key = f"{pascal(ep.namespace)}{pascal(ep.name)}"
+        outs: list[cdk.CfnOutput] = []
+        kind = ep.kind.lower()
+        status = (f"kubectl describe {kind} {ep.name} -n {ep.namespace} ; "
+                  f"kubectl get events -n {ep.namespace} --field-selector involvedObject.name={ep.name}")
+        if ep.domain_name:
+            status += (f" ; kubectl get {kind} {ep.name} -n {ep.namespace} "
+                       "-o jsonpath='{.status.dnsStatus}{\"\\n\"}{.status.tlsCertificate}'")
+        outs.append(cdk.CfnOutput(scope, f"{key}Status", value=status, description=(
+            f"{ep.namespace}/{ep.name}: deployment status, events (and DNS/TLS status)")))
+        calls = []
+        if ep.domain_name:
+            calls.append(f"https://{ep.domain_name}/")
+        if ep.sagemaker_endpoint_name:
+            preset = PRESETS.get(ep.effective_runtime or "")
+            payload = (ep.verify.payload if ep.verify and ep.verify.payload else
+                       preset.default_payload if preset else '{"inputs": "Hello"}')
+            content_type = ep.verify.content_type if ep.verify else "application/json"
+            calls.append(
+                f"aws sagemaker-runtime invoke-endpoint --endpoint-name {ep.sagemaker_endpoint_name} "
+                f"--content-type {content_type} --body '{payload}' --region {self.region} "
+                "--cli-binary-format raw-in-base64-out /dev/stdout")
+        if calls:
+            outs.append(cdk.CfnOutput(scope, f"{key}Invoke", value=" ; ".join(calls),
+                                      description=f"{ep.namespace}/{ep.name}: URL and invoke command"))
+        if added.verification is not None:
+            outs.append(cdk.CfnOutput(scope, f"{key}Verification", value=added.verification.summary,
+                                      description=f"{ep.namespace}/{ep.name}: post-deploy check"))
+        return key, outs
+
+    def _capture_outputs(self, capture: DataCaptureStorage) -> None:
+        prefixes = capture.tier_prefixes()
+        cdk.CfnOutput(self, "CaptureBucket", value=capture.bucket_name,
+                      description="Data capture bucket (retained on delete)")
+        cdk.CfnOutput(self, "CapturePrefixes", description=(
+            "Where each tier writes; <hash> is computed by the operator per deployment (cluster ARN, namespace, "
+            "kind, name)"), value=" ; ".join(f"{tier}: {uri}" for tier, uri in prefixes.items())
+            + f" ; list: aws s3 ls {capture.s3_uri}/ --recursive")
+        owner_bucket = capture.owner_bucket_policy_statements()
+        if owner_bucket:
+            cdk.CfnOutput(self, "CaptureBucketPolicyToAdd", value=self.stack.to_json_string(owner_bucket),
+                          description="Imported bucket: statements its owner must add to the bucket policy")
+        if capture.imported_key:
+            principals = [self.execution_role.role_arn] + ([self.s3_csi_role.role_arn] if self.s3_csi_role else [])
+            cdk.CfnOutput(self, "CaptureKeyPolicyToAdd",
+                          value=self.stack.to_json_string(capture.owner_key_policy_statements(principals)),
+                          description="Imported key: statements its owner must add to the key policy")
+
+    def _global_outputs(self) -> None:
+        cdk.CfnOutput(self, "OperatorExecutionRoleArn", value=self.execution_role.role_arn)
+        cdk.CfnOutput(self, "TlsBucketName", value=self.tls_bucket.bucket_name)
+
+    def fold_outputs(self) -> None:
+        """Over CloudFormation's 200 outputs (2-3 per endpoint): one output per endpoint instead, the same values
+        joined. Runs at synth (an aspect), after every endpoint is added."""
+        outputs = [c for c in self.stack.node.find_all()
+                   if isinstance(c, cdk.CfnOutput) and cdk.Stack.of(c) is self.stack]
+        if len(outputs) <= MAX_OUTPUTS:
+            return
+        for ep, key, outs in self._endpoint_outputs:
+            if len(outs) < 2 or cdk.Stack.of(outs[0]) is not self.stack:
+                continue
+            scope = outs[0].node.scope
+            for out in outs:
+                scope.node.try_remove_child(out.node.id)
+            cdk.CfnOutput(scope, f"{key}Outputs", value=" ; ".join(out.value for out in outs), description=(
+                f"{ep.namespace}/{ep.name}: status and events commands, URL and invoke command, post-deploy check"))
+        self._endpoint_outputs = []
+
+    # ------------------------------------------------------------------------------------------------ manifests
+    @property
+    def units(self) -> list[ManifestUnit]:
+        return list(self.delivery.units.values())
+
+    @property
+    def custom_resources(self) -> dict[str, dict[str, Any]]:
+        return {name: e.custom_resource for name, e in self.endpoints.items()}
+
+    @property
+    def manifest_resources(self) -> dict[str, eks.KubernetesManifest]:
+        return {u.name: u.resource for u in self.delivery.units.values() if u.resource is not None}
+
+    def manifest_documents(self) -> dict[str, list[dict[str, Any]]]:
+        """Every chart's objects, deploy-time values shown as placeholders (``<LogicalId.Attr>``)."""
+        return self.delivery.documents(self.stack)
+
+    def write_manifests(self, outdir: str) -> list[str]:
+        """Write ``<outdir>/manifests/<chart>.yaml`` (one file per chart)."""
+        return self.delivery.write(self.stack, outdir)
+
+
+@jsii.implements(cdk.IAspect)
+class _FoldOutputs:
+    def __init__(self, owner: HyperPodInference) -> None:
+        self.owner = owner
+
+    def visit(self, node: IConstruct) -> None:
+        if node is self.owner:
+            self.owner.fold_outputs()
+
+
+@jsii.implements(IValidation)
+class _SizeLimits:
+    """Synth-time limits: a manifest the kubectl provider cannot carry, or a stack CloudFormation refuses, fails here
+    with the part that is too big named."""
+
+    def __init__(self, owner: HyperPodInference) -> None:
+        self.owner = owner
+
+    def validate(self) -> list[str]:
+        return self.owner.delivery.size_problems() + stack_limit_problems(self.owner.stack)

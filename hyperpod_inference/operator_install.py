@@ -1,0 +1,136 @@
+"""The operator install of one ``HyperPodInference``: add-on, cdk8s chart (with its Helm dependencies) or existing.
+
+``OperatorInstall`` is a helper, not a construct of its own: its resources are children of the ``HyperPodInference``
+construct, so their logical IDs stay what they are (``ExecutionRole``, ``OperatorAddon``, ``DependencyRoles``...).
+What depends on the whole set of endpoints (the add-on's ``enableCustomServiceAccounts`` and the gated-model role's
+trusted namespaces) is read from ``endpoints`` at synth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from .charts.operator import OperatorChart, OperatorChartProps
+from .config.models import Endpoint, HyperPodConfig
+from .constructs.lazy import lazy, lazy_string
+from .constructs.operator import (
+    OPERATOR_NAMESPACE,
+    DependencyAddons,
+    OperatorAddon,
+    OperatorDependencyRoles,
+    OperatorExecutionRole,
+    TlsBucket,
+)
+from .delivery import ManifestDelivery
+
+# Helm charts the chart install applies beside the operator (the add-on brings its own).
+ALB_CONTROLLER_CHART_VERSION = "1.13.2"
+KEDA_CHART_VERSION = "2.17.1"
+
+
+def gated_namespaces(endpoints: Sequence[Endpoint]) -> list[str]:
+    """Namespaces whose ``hyperpod-inference-service-account*`` may assume the gated-model role: those of JumpStart
+    endpoints, else of every endpoint, else ``default``."""
+    return (sorted({ep.namespace for ep in endpoints if ep.is_jumpstart})
+            or sorted({ep.namespace for ep in endpoints}) or ["default"])
+
+
+def needs_custom_service_accounts(endpoints: Sequence[Endpoint]) -> bool:
+    return any(ep.weight_cache.mode == "daemonset" and not ep.is_jumpstart for ep in endpoints)
+
+
+class OperatorInstall:
+    """Execution role, TLS bucket, dependency roles and add-ons, and the operator itself, in ``scope``.
+
+    Attributes: ``execution_role``, ``tls_bucket`` (TlsBucket), ``dependency_roles`` (None with ``install:
+    existing``), ``s3_csi_role``, ``dependencies`` (what custom resources must wait for and outlive) and
+    ``chart_unit`` (``install: chart`` only).
+    """
+
+    def __init__(self, scope: Construct, *, config: HyperPodConfig, oidc_provider_arn: str,
+                 delivery: ManifestDelivery, cluster: eks.ICluster | None, endpoints: Sequence[Endpoint],
+                 tls_bucket: s3.IBucket | None = None, execution_role: iam.IRole | None = None) -> None:
+        op = config.operator
+        self.dependencies: list[Construct] = []
+        self.chart_unit = None
+        self.tls_bucket = TlsBucket(scope, "TlsBucket", bucket_name=op.tls_bucket_name, bucket=tls_bucket)
+        self.dependency_roles: OperatorDependencyRoles | None = None
+        if op.install == "existing":
+            self.execution_role: iam.IRole = execution_role or iam.Role.from_role_arn(
+                scope, "ExecutionRole", op.execution_role_arn, mutable=True)
+            self.s3_csi_role: iam.IRole | None = (
+                iam.Role.from_role_arn(scope, "S3CsiDriverRole", op.s3_csi_driver_role_arn)
+                if op.s3_csi_driver_role_arn else None)
+            return
+        cluster_name = config.cluster.eks_cluster_name or cluster.cluster_name  # type: ignore[union-attr]
+        self.execution_role = OperatorExecutionRole(scope, "ExecutionRole", oidc_provider_arn=oidc_provider_arn,
+                                                    install_mode=op.install)
+        roles = OperatorDependencyRoles(
+            scope, "DependencyRoles", oidc_provider_arn=oidc_provider_arn,
+            namespaces_for_gated=lambda: gated_namespaces(endpoints),
+            alb_role_arn=op.alb_controller_role_arn, keda_role_arn=op.keda_role_arn,
+            s3_csi_role_arn=op.s3_csi_driver_role_arn)
+        self.dependency_roles = roles
+        self.s3_csi_role = roles.s3_csi_role
+        deps: list[Construct] = []
+        if op.dependencies == "create":
+            deps.append(DependencyAddons(scope, "DependencyAddons", cluster_name=cluster_name,
+                                         s3_csi_role_arn=roles.s3_csi_role.role_arn))
+        custom_service_accounts = lazy(lambda: needs_custom_service_accounts(endpoints))
+        custom_service_accounts_env = lazy_string(
+            lambda: "true" if needs_custom_service_accounts(endpoints) else "false")
+        if op.install == "addon":
+            addon = OperatorAddon(
+                scope, "OperatorAddon", cluster_name=cluster_name, version=op.version,
+                addon_version=op.addon_version, execution_role_arn=self.execution_role.role_arn,
+                tls_bucket_name=self.tls_bucket.bucket_name, hyperpod_cluster_arn=config.cluster.hyperpod_cluster_arn,
+                enable_custom_service_accounts=custom_service_accounts,
+                jumpstart_gated_model_download_role_arn=roles.jumpstart_gated_role.role_arn,
+                alb_role_arn=roles.alb_role.role_arn, keda_role_arn=roles.keda_role.role_arn,
+                preserve_on_delete=config.manifests.delivery == "files")
+            addon.node.add_dependency(self.tls_bucket, *deps)
+            self.dependencies.append(addon)
+            return
+        # install: chart -- the operator's objects as a cdk8s chart, applied after the dependency add-ons
+        if delivery.cluster is not None and op.dependencies == "create":
+            deps.extend(self._helm_dependencies(delivery.cluster, config, roles))
+        elif op.dependencies == "create":
+            cdk.Annotations.of(scope).add_warning_v2(
+                "hyperpod-inference:chartFilesDependencies",
+                "install: chart with manifests.delivery: files: the ALB controller and KEDA Helm charts are not "
+                "applied by the stack; install them into hyperpod-inference-system yourself (their IRSA roles are "
+                "created)")
+        chart = OperatorChart(delivery.k8s_app, "operator", props=OperatorChartProps(
+            version=op.version, region=cdk.Stack.of(scope).region, execution_role_arn=self.execution_role.role_arn,
+            tls_bucket_name=self.tls_bucket.bucket_name, eks_cluster_name=cluster_name,
+            hyperpod_cluster_arn=config.cluster.hyperpod_cluster_arn,
+            jumpstart_gated_model_download_role_arn=roles.jumpstart_gated_role.role_arn,
+            enable_custom_service_accounts=custom_service_accounts_env, crd_source=op.crd_source))
+        unit = delivery.deliver(scope, "operator", chart, after=[self.tls_bucket, *deps])
+        delivery.operator_unit = unit
+        self.chart_unit = unit
+
+    @staticmethod
+    def _helm_dependencies(cluster: eks.ICluster, config: HyperPodConfig,
+                           roles: OperatorDependencyRoles) -> list[Construct]:
+        """Chart mode: the ALB controller and KEDA from their public Helm charts, in the operator's namespace."""
+        region = cdk.Stack.of(cluster).region
+        alb = cluster.add_helm_chart(
+            "AlbController", chart="aws-load-balancer-controller", repository="https://aws.github.io/eks-charts",
+            version=ALB_CONTROLLER_CHART_VERSION, namespace=OPERATOR_NAMESPACE, create_namespace=True,
+            release="aws-load-balancer-controller",
+            values={"clusterName": config.cluster.eks_cluster_name or cluster.cluster_name, "region": region,
+                    "vpcId": config.cluster.vpc_id or cluster.vpc.vpc_id,
+                    "serviceAccount": {"create": True, "name": "aws-load-balancer-controller",
+                                       "annotations": {"eks.amazonaws.com/role-arn": roles.alb_role.role_arn}}})
+        keda = cluster.add_helm_chart(
+            "Keda", chart="keda", repository="https://kedacore.github.io/charts", version=KEDA_CHART_VERSION,
+            namespace=OPERATOR_NAMESPACE, create_namespace=True, release="keda",
+            values={"podIdentity": {"aws": {"irsa": {"enabled": True, "roleArn": roles.keda_role.role_arn}}}})
+        return [alb, keda]

@@ -1,0 +1,223 @@
+"""HyperPodInference in a user's own stack: their cluster, bucket, key, zone and certificate, endpoints added one by
+one (the snippet of docs/cdk-app.md, run as it is), and the same endpoints through the config path."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from hyperpod_inference import ConfigError, Endpoint, HyperPodInference, parse_config
+from tests.k8s_validation import crd_errors, require_crds
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "cdk-app.md"
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def user_app(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    # GIVEN the docs' user app WHEN it runs as written THEN it synthesizes (and writes its review manifests)
+    (block,) = python_blocks(DOC)
+    namespace: dict[str, Any] = {}
+    exec(compile(block, str(DOC), "exec"), namespace)  # noqa: S102 - the documented snippet, run as a test
+    namespace["template"] = Template.from_stack(namespace["stack"])
+    namespace["raw"] = namespace["template"].to_json()
+    return namespace
+
+
+def _trust_subjects(raw: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for logical_id, res in raw["Resources"].items():
+        if res["Type"] != "AWS::IAM::Role":
+            continue
+        for st in res["Properties"]["AssumeRolePolicyDocument"]["Statement"]:
+            for op in ("StringEquals", "StringLike"):
+                for k, v in (st.get("Condition", {}).get(op) or {}).items():
+                    if k.endswith(":sub"):
+                        out[logical_id] = v
+    return out
+
+
+def test_users_own_bucket_gets_the_alb_delivery_policy(user_app: dict[str, Any]) -> None:
+    # GIVEN the user's s3.Bucket in the same stack and an endpoint with tier 2 THEN its policy lets ALB deliver logs
+    t: Template = user_app["template"]
+    bucket_id = user_app["stack"].get_logical_id(user_app["bucket"].node.default_child)
+    t.has_resource_properties("AWS::S3::BucketPolicy", {
+        "Bucket": {"Ref": bucket_id},
+        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
+            "Principal": {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"},
+            "Action": "s3:PutObject"})])}})
+    # and no bucket of the library's own is created beside it
+    assert not any("DataCaptureBucket" in k for k in user_app["raw"]["Resources"])
+
+
+def test_users_own_key_policy_names_the_operator_role(user_app: dict[str, Any]) -> None:
+    # GIVEN the user's kms.Key in the same stack THEN its key policy carries the operator role's capture statement
+    key = user_app["raw"]["Resources"][user_app["stack"].get_logical_id(user_app["key"].node.default_child)]
+    role_id = user_app["stack"].get_logical_id(user_app["inference"].execution_role.node.default_child)
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    granted = [s for s in statements if s.get("Principal", {}).get("AWS") == {"Fn::GetAtt": [role_id, "Arn"]}]
+    assert granted and set(granted[0]["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey"}
+    # and the custom resource's kmsKeyId is that key's ARN
+    cr = user_app["stack"].resolve(user_app["chat"].custom_resource)
+    assert cr["spec"]["dataCapture"]["sagemakerEndpoint"]["kmsKeyId"] == {
+        "Fn::GetAtt": [user_app["stack"].get_logical_id(user_app["key"].node.default_child), "Arn"]}
+
+
+def test_token_is_wired_through_add_endpoint(user_app: dict[str, Any]) -> None:
+    # GIVEN a Hugging Face endpoint with a Secrets Manager token added with add_endpoint
+    chat = user_app["chat"]
+    ref = chat.custom_resource["spec"]["modelSourceConfig"]["huggingFaceModel"]["tokenSecretRef"]
+    assert ref == {"name": "chat-hf-token", "key": "token"}  # THEN the custom resource references the synced Secret
+    docs = user_app["inference"].manifest_documents()
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in docs["inference-chat-support"]}
+    assert ("ExternalSecret", "chat-hf-token") in kinds and ("SecretStore", "chat-hf-token") in kinds
+    # and the token reader role trusts exactly the ESO service account
+    subjects = _trust_subjects(user_app["raw"])
+    token_role = user_app["stack"].get_logical_id(chat.token_reader_role.node.default_child)
+    assert subjects[token_role] == "system:serviceaccount:inference:chat-hf-token-reader"
+    assert chat.model_reader_role is None
+
+
+def test_s3_endpoint_with_nvme_cache_gets_its_own_reader_role(user_app: dict[str, Any]) -> None:
+    s = user_app["summarize"]
+    role_id = user_app["stack"].get_logical_id(s.model_reader_role.node.default_child)
+    assert _trust_subjects(user_app["raw"])[role_id] == "system:serviceaccount:inference:summarize-model-reader"
+    policy = json.dumps([r for r in user_app["raw"]["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                         and {"Ref": role_id} in r["Properties"]["Roles"]])
+    assert "arn:aws:s3:::my-models/llama/*" in policy
+    assert s.custom_resource["spec"]["modelSourceConfig"] == {"modelSourceType": "kubernetesVolume"}
+    assert s.manifest is not None and s.manifest is user_app["inference"].manifest_resources["inference-summarize"]
+
+
+def test_custom_resources_validate_strictly_against_the_crds(user_app: dict[str, Any]) -> None:
+    require_crds()
+    key_id = user_app["stack"].get_logical_id(user_app["key"].node.default_child)
+    # The user's key ARN is known at deploy; the review copy shows a placeholder, here an ARN of the same shape
+    key_arn = "arn:aws:kms:us-west-2:111122223333:key/0a1b2c3d-0000-1111-2222-333344445555"
+    checked = 0
+    for name, objs in user_app["inference"].manifest_documents().items():
+        for obj in json.loads(json.dumps(objs).replace(f"<{key_id}.Arn>", key_arn)):
+            if obj["apiVersion"].startswith("inference.sagemaker"):
+                assert crd_errors(obj, "v3.3") == [], name
+                checked += 1
+    assert checked == 2
+
+
+def test_endpoints_added_after_construction_reach_outputs_addon_and_trusts(user_app: dict[str, Any]) -> None:
+    raw = user_app["raw"]
+    # THEN outputs of both endpoints exist
+    for child in ("InferenceChatStatus", "InferenceChatInvoke", "InferenceSummarizeStatus"):
+        output = user_app["inference"].node.find_child(child)
+        assert user_app["stack"].get_logical_id(output) in raw["Outputs"], child
+    # THEN the add-on enables custom service accounts (only the NVMe endpoint, added later, needs them)
+    addon = next(r for r in raw["Resources"].values() if r["Type"] == "AWS::EKS::Addon"
+                 and r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference")
+    assert '"enableCustomServiceAccounts":true' in json.dumps(user_app["stack"].resolve(
+        addon["Properties"]["ConfigurationValues"])).replace("\\", "").replace(" ", "")
+    # THEN the gated-model role trusts the namespace of the endpoints added
+    gated = user_app["stack"].get_logical_id(
+        user_app["inference"].operator.dependency_roles.jumpstart_gated_role.node.default_child)
+    assert _trust_subjects(raw)[gated] == "system:serviceaccount:inference:hyperpod-inference-service-account*"
+    # THEN the DNS grant names exactly the endpoint's domain
+    assert "chat.example.com" in json.dumps([r for r in raw["Resources"].values() if r["Type"] == "AWS::IAM::Policy"])
+
+
+def test_construct_without_endpoints_has_neither_capture_nor_custom_service_accounts() -> None:
+    # GIVEN the same construct with no endpoint: the values that depend on the endpoints differ (the test above
+    # proves add_endpoint changed them)
+    app = cdk.App()
+    stack = cdk.Stack(app, "Empty", env=cdk.Environment(account="111122223333", region="us-west-2"))
+    inference = HyperPodInference(stack, "Inference", config=_files_config())
+    raw = Template.from_stack(stack).to_json()
+    assert inference.capture is None and inference.domain is None
+    assert not any(r["Type"] == "AWS::EKS::Addon" and "enableCustomServiceAccounts\":true" in json.dumps(r)
+                   for r in raw["Resources"].values())
+
+
+def _files_config(**extra: Any) -> Any:
+    return parse_config({"apiVersion": "hyperpod-inference/v1",
+                         "cluster": {"hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh",
+                                     "oidcProviderArn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
+                                                        "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
+                                     "eksClusterName": "my-hp-eks"},
+                         "manifests": {"delivery": "files"}, **extra}, cluster_object=True)
+
+
+def test_config_path_builds_the_same_custom_resources(user_app: dict[str, Any]) -> None:
+    # GIVEN a second stack with the same resources WHEN the endpoints come from the config THEN the custom
+    # resources equal those add_endpoint built
+    ns = user_app
+    data = ns["config"].model_dump(by_alias=True, exclude_none=True)
+    data["endpoints"] = [e.endpoint.model_dump(by_alias=True, exclude_none=True)
+                         for e in ns["inference"].endpoints.values()]
+    app = cdk.App()
+    stack = cdk.Stack(app, "MyPlatform", env=ns["stack"].environment and cdk.Environment(
+        account="111122223333", region="us-west-2"))
+    block = python_blocks(DOC)[0]
+    setup = block.split("config = parse_config(")[0].replace("app = cdk.App()\n", "").replace(
+        'stack = cdk.Stack(app, "MyPlatform", env=cdk.Environment(account=ACCOUNT, region=REGION))\n', "")
+    local: dict[str, Any] = {"stack": stack, "app": app}
+    exec(compile(setup, str(DOC), "exec"), local)  # noqa: S102 - the same resources, in the second stack
+    inference = HyperPodInference(stack, "Inference", cluster=local["cluster"], config=parse_config(
+        data, cluster_object=True), capture_bucket=local["bucket"], capture_key=local["key"],
+        hosted_zone=local["zone"], certificate=local["certificate"])
+    for name, added in ns["inference"].endpoints.items():
+        assert stack.resolve(inference.endpoints[name].custom_resource) == ns["stack"].resolve(added.custom_resource)
+
+
+def test_add_endpoint_applies_the_configs_cross_endpoint_rules() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Rules", env=cdk.Environment(account="111122223333", region="us-west-2"))
+    inference = HyperPodInference(stack, "Inference", config=_files_config())
+    ep = {"name": "a", "namespace": "inference", "instanceType": "ml.g5.8xlarge", "sagemakerEndpointName": "a",
+          "model": {"s3": {"bucket": "my-models", "prefix": "a/"}}}
+    inference.add_endpoint(Endpoint.model_validate(ep))
+    # WHEN the same SageMaker endpoint name comes again THEN refused with the path, relative to the endpoint
+    dup = copy.deepcopy(ep) | {"name": "b"}
+    with pytest.raises(ConfigError) as err:
+        inference.add_endpoint(Endpoint.model_validate(dup))
+    assert ("sagemakerEndpointName", "duplicate SageMaker endpoint name (also endpoints[0])") in err.value.problems
+    # WHEN an endpoint captures but the config has no capture section THEN refused naming dataCapture
+    cap = copy.deepcopy(ep) | {"name": "c", "sagemakerEndpointName": "c",
+                               "dataCapture": {"modelPod": {"enabled": True}}}
+    with pytest.raises(ConfigError) as err:
+        inference.add_endpoint(Endpoint.model_validate(cap))
+    assert [p for p, _ in err.value.problems] == ["dataCapture"]
+    assert list(inference.endpoints) == ["inference-a"]  # nothing of a refused endpoint was added
+
+
+def test_props_are_checked_with_the_rule_named() -> None:
+    app = cdk.App()
+    agnostic = cdk.Stack(app, "NoEnv")
+    with pytest.raises(ValueError, match="literal env"):
+        HyperPodInference(agnostic, "Inference", config=_files_config())
+    other = cdk.Stack(app, "Other", env=cdk.Environment(account="111122223333", region="eu-west-1"))
+    config = parse_config({**_files_config().model_dump(by_alias=True, exclude_none=True),
+                           "env": {"account": "111122223333", "region": "us-west-2"}}, cluster_object=True)
+    with pytest.raises(ValueError, match="differs from the enclosing stack"):
+        HyperPodInference(other, "Inference", config=config)
+    kubectl = cdk.Stack(app, "Kubectl", env=cdk.Environment(account="111122223333", region="us-west-2"))
+    data = _files_config().model_dump(by_alias=True, exclude_none=True)
+    data["manifests"] = {"delivery": "kubectl"}
+    with pytest.raises(ValueError, match="cluster: required with manifests.delivery: kubectl"):
+        HyperPodInference(kubectl, "Inference", config=parse_config(data, cluster_object=True))
+
+
+def test_app_path_still_needs_the_whole_cluster_section() -> None:
+    # GIVEN a config without cluster fields WHEN validated for the app (no cluster object) THEN each is named
+    with pytest.raises(ConfigError) as err:
+        parse_config({"apiVersion": "hyperpod-inference/v1",
+                      "cluster": {"hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh"}})
+    assert {p for p, _ in err.value.problems} == {"env", "cluster.eksClusterName", "cluster.kubectlRoleArn",
+                                                  "cluster.oidcProviderArn", "cluster.vpcId"}
