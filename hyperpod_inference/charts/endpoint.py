@@ -39,7 +39,7 @@ class EndpointWiring:
     tls_output_s3_uri: str | None = None
     certificate_arn: str | None = None
     hosted_zone_id: str | None = None
-    token_secret: SecretRef | None = None
+    token_secret: SecretRef | None = None  # default: the endpoint's own token Secret (hf_token.token_secret_ref)
     service_account_name: str | None = None
     kubernetes_volumes: tuple[dict, ...] = ()
     init_containers: tuple[dict, ...] = ()
@@ -177,8 +177,13 @@ def model_source_spec(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
     model: dict[str, Any] = {"modelId": hf.model_id}
     if hf.commit_sha:
         model["commitSHA"] = hf.commit_sha
-    if w.token_secret is not None:
-        model["tokenSecretRef"] = {"name": w.token_secret.name, "key": w.token_secret.key}
+    # The endpoint's own token (an existing Secret, or the one its Secrets Manager sync writes) unless the wiring
+    # names another: a token in the config is never dropped.
+    from .hf_token import token_secret_ref
+
+    token = w.token_secret or token_secret_ref(ep)
+    if token is not None:
+        model["tokenSecretRef"] = {"name": token.name, "key": token.key}
     return {"modelSourceType": "huggingface", "huggingFaceModel": model, "prefetchEnabled": hf.prefetch}
 
 

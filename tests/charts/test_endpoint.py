@@ -136,3 +136,20 @@ def test_tls_and_dns_nest_as_the_crd_says_not_as_the_blog():
     assert set(tls) == {"customCertificateConfig", "tlsCertificateOutputS3Uri"}
     assert "tlsCertificateOutputS3Uri" not in tls["customCertificateConfig"]
     assert cr["spec"]["dnsConfig"] == {"hostedZoneId": "Z0123ABC"}
+
+
+def test_token_reaches_the_custom_resource_without_wiring_it() -> None:
+    # GIVEN a Hugging Face endpoint with a token and wiring that names none (EndpointChart used on its own)
+    from hyperpod_inference.charts.endpoint import EndpointWiring, build_custom_resource
+    from hyperpod_inference.config.models import Endpoint
+
+    base = {"name": "chat", "namespace": "inference", "instanceType": "ml.g5.8xlarge",
+            "model": {"huggingface": {"modelId": "Qwen/Qwen2.5-7B-Instruct"}}}
+    for token, expected in (({"kubernetesSecret": {"name": "hf", "key": "t"}}, {"name": "hf", "key": "t"}),
+                            ({"secretsManagerArn": "arn:aws:secretsmanager:us-west-2:111122223333:secret:hf-AbCdEf"},
+                             {"name": "chat-hf-token", "key": "token"})):
+        ep = Endpoint.model_validate({**base, "model": {"huggingface": {**base["model"]["huggingface"],
+                                                                        "token": token}}})
+        # WHEN the custom resource is built THEN it references the token's Secret (a gated model would 401 otherwise)
+        cr = build_custom_resource(ep, EndpointWiring(region="us-west-2"))
+        assert cr["spec"]["modelSourceConfig"]["huggingFaceModel"]["tokenSecretRef"] == expected
