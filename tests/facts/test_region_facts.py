@@ -40,3 +40,31 @@ def test_a_region_with_no_known_dlc_account_is_an_error_not_a_default():
 def test_preset_images_use_the_regions_registry_and_domain():
     assert PRESETS["vllm"].image("us-west-2").startswith("763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:")
     assert PRESETS["tgi"].image("cn-north-1").startswith("727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/")
+
+
+def _config_in(region: str, **endpoint: object) -> dict:
+    account = "111122223333"
+    return {
+        "apiVersion": "hyperpod-inference/v1",
+        "env": {"account": account, "region": region},
+        "cluster": {"eksClusterName": "eks", "hyperpodClusterArn": f"arn:aws:sagemaker:{region}:{account}:cluster/abcd1234efgh",
+                    "kubectlRoleArn": f"arn:aws:iam::{account}:role/admin",
+                    "oidcProviderArn": f"arn:aws:iam::{account}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/X",
+                    "vpcId": "vpc-0abc1234"},
+        "endpoints": [{"name": "chat", "namespace": "inference", "instanceType": "ml.g5.8xlarge", "runtime": "vllm",
+                       "model": {"s3": {"bucket": "my-models"}}, **endpoint}],
+    }
+
+
+def test_the_config_refuses_a_preset_image_in_a_region_without_a_dlc_registry_naming_the_image():
+    from hyperpod_inference.config import ConfigError, parse_config
+
+    # GIVEN a region with no known DLC account (region_info has none either) and an endpoint on a preset image
+    region = "mx-central-1"
+    assert region not in DLC_ACCOUNTS and not region_info.RegionInfo.get(region).dlc_repository_account
+    # WHEN validated / THEN the error names endpoints[0].image
+    with pytest.raises(ConfigError) as err:
+        parse_config(_config_in(region))
+    assert [p for p, _ in err.value.problems] == ["endpoints[0].image"]
+    # AND an explicit image is accepted there
+    parse_config(_config_in(region, image="111122223333.dkr.ecr.mx-central-1.amazonaws.com/vllm:1"))

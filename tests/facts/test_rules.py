@@ -96,3 +96,13 @@ def test_operator_versions_are_the_release_table_oldest_first():
     assert operator.DEFAULT_OPERATOR_VERSION in operator.OPERATOR_VERSIONS
     with pytest.raises(ValueError, match="supported: v3.2, v3.3"):
         operator.release("v9.9")
+
+
+def test_the_config_takes_exactly_the_operator_versions_of_the_release_table():
+    from hyperpod_inference.config import config_json_schema
+
+    # GIVEN the JSON Schema of the config / THEN operator.version lists the release table's versions
+    schema = config_json_schema()
+    version = schema["$defs"]["Operator"]["properties"]["version"]
+    assert tuple(version["enum"]) == operator.OPERATOR_VERSIONS
+    assert version["default"] == operator.DEFAULT_OPERATOR_VERSION
