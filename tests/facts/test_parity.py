@@ -111,6 +111,16 @@ RULES = [
              ("data-capture", True), ("team/a.b_c-d", True), ("a" * 256, True), ("a" * 257, False),
              ("/lead", False), ("trail/", False), ("a//b", False), ("star*", False), ("q?", False), ("(x)", False),
              ("", False))),
+    Rule("capture bucket account", "capture.bucketAccount",
+         lambda v: config(("capture", {"bucketName": "their-bucket", "bucketAccount": v})),
+         lambda v: DataCaptureStorage(_stack(), "Capture", bucket_name="their-bucket", bucket_account=v),
+         "bucket_account", ((ACCOUNT, True), ("999999999999", False), ("1234", False), ("11112222333a", False))),
+    Rule("namespace of gated-model endpoints", "endpoints[0].namespace",
+         lambda v: config(endpoint={"namespace": v}),
+         lambda v: OperatorDependencyRoles(_stack(), "Deps", oidc_provider_arn=OIDC, namespaces_for_gated=[v]),
+         "namespaces_for_gated[0]", (
+             ("inference", True), ("a" * 63, True), ("team-1", True), ("a" * 64, False), ("Team", False),
+             ("-x", False), ("a.b", False), ("a_b", False))),
     Rule("HyperPod cluster ARN", "cluster.hyperpodClusterArn",
          lambda v: config(("cluster", {**MINIMAL["cluster"], "hyperpodClusterArn": v})),
          lambda v: _addon(hyperpod_cluster_arn=v), "hyperpod_cluster_arn", (
