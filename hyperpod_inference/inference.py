@@ -37,9 +37,8 @@ from .constructs.endpoint_verification import EndpointVerification
 from .constructs.irsa import ServiceAccountRef, ServiceAccountRole
 from .constructs.model_access import grant_model_read, grant_secret_read
 from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems
+from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
 from .operator_install import OperatorInstall
-
-EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"
 
 
 @dataclass
@@ -95,6 +94,12 @@ class HyperPodInference(Construct):
         super().__init__(scope, construct_id)
         self.stack = cdk.Stack.of(self)
         self._validate_props(config, cluster, execution_role)
+        if config.env is None:
+            # The enclosing stack's env: the config's rules that depend on it (ARNs in its account, region support)
+            # apply as they do to a config that names it.
+            data = config.model_dump(by_alias=True, exclude_none=True)
+            data["env"] = {"account": self.stack.account, "region": self.stack.region}
+            config = parse_config(data, f"{self.node.path} config", cluster_object=True)
         self.config = config
         self.cluster = cluster
         self.region: str = self.stack.region
@@ -147,8 +152,8 @@ class HyperPodInference(Construct):
                 problems.append("execution_role: only used with operator.install: existing (the library creates the "
                                 "role for addon and chart)")
             name = execution_role.role_name
-            if not _unresolved(name) and not name.startswith(EXECUTION_ROLE_PREFIX):
-                problems.append(f"execution_role: the role name must start with {EXECUTION_ROLE_PREFIX} (the "
+            if not _unresolved(name) and not name.startswith(EXECUTION_ROLE_NAME_PREFIX):
+                problems.append(f"execution_role: the role name must start with {EXECUTION_ROLE_NAME_PREFIX} (the "
                                 f"managed policy only passes such roles), got {name!r}")
         if problems:
             raise ValueError(f"HyperPodInference {self.node.path}: " + "; ".join(problems))

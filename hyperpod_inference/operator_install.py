@@ -20,7 +20,6 @@ from .charts.operator import OperatorChart, OperatorChartProps
 from .config.models import Endpoint, HyperPodConfig
 from .constructs.lazy import lazy, lazy_string
 from .constructs.operator import (
-    OPERATOR_NAMESPACE,
     DependencyAddons,
     OperatorAddon,
     OperatorDependencyRoles,
@@ -28,10 +27,7 @@ from .constructs.operator import (
     TlsBucket,
 )
 from .delivery import ManifestDelivery
-
-# Helm charts the chart install applies beside the operator (the add-on brings its own).
-ALB_CONTROLLER_CHART_VERSION = "1.13.2"
-KEDA_CHART_VERSION = "2.17.1"
+from .facts.operator import ALB_CONTROLLER_CHART, KEDA_CHART, OPERATOR_NAMESPACE
 
 
 def gated_namespaces(endpoints: Sequence[Endpoint]) -> list[str]:
@@ -122,15 +118,15 @@ class OperatorInstall:
         """Chart mode: the ALB controller and KEDA from their public Helm charts, in the operator's namespace."""
         region = cdk.Stack.of(cluster).region
         alb = cluster.add_helm_chart(
-            "AlbController", chart="aws-load-balancer-controller", repository="https://aws.github.io/eks-charts",
-            version=ALB_CONTROLLER_CHART_VERSION, namespace=OPERATOR_NAMESPACE, create_namespace=True,
-            release="aws-load-balancer-controller",
+            "AlbController", chart=ALB_CONTROLLER_CHART.chart, repository=ALB_CONTROLLER_CHART.repository,
+            version=ALB_CONTROLLER_CHART.version, namespace=OPERATOR_NAMESPACE, create_namespace=True,
+            release=ALB_CONTROLLER_CHART.release,
             values={"clusterName": config.cluster.eks_cluster_name or cluster.cluster_name, "region": region,
                     "vpcId": config.cluster.vpc_id or cluster.vpc.vpc_id,
                     "serviceAccount": {"create": True, "name": "aws-load-balancer-controller",
                                        "annotations": {"eks.amazonaws.com/role-arn": roles.alb_role.role_arn}}})
         keda = cluster.add_helm_chart(
-            "Keda", chart="keda", repository="https://kedacore.github.io/charts", version=KEDA_CHART_VERSION,
-            namespace=OPERATOR_NAMESPACE, create_namespace=True, release="keda",
+            "Keda", chart=KEDA_CHART.chart, repository=KEDA_CHART.repository, version=KEDA_CHART.version,
+            namespace=OPERATOR_NAMESPACE, create_namespace=True, release=KEDA_CHART.release,
             values={"podIdentity": {"aws": {"irsa": {"enabled": True, "roleArn": roles.keda_role.role_arn}}}})
         return [alb, keda]

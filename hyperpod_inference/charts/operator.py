@@ -29,17 +29,21 @@ import yaml
 from cdk8s import ApiObject, ApiObjectMetadata, Duration, JsonPatch, Size
 from constructs import Construct
 
-from .operator_images import OPERATOR_VERSIONS, init_container_image, operator_image
+from ..facts.operator import ADDON_SERVICE_ACCOUNT as ADDON_SERVICE_ACCOUNT  # re-exported: the chart's name table
+from ..facts.operator import CHART_NAME_PREFIX as NAME_PREFIX
+from ..facts.operator import (
+    CHART_SERVICE_ACCOUNT,
+    CHART_VERSIONS,
+    OPERATOR_NAMESPACE,
+    OPERATOR_VERSIONS,
+    field_since,
+)
+from ..facts.operator import CHART_SHORT_PREFIX as SHORT_PREFIX
+from ..facts.versions import Version
+from .operator_images import init_container_image, operator_image
 
-# --- names (the chart's defaults: namePrefix hyperpod-inference-operator, shortPrefix hyperpod-inference) ---
-NAME_PREFIX = "hyperpod-inference-operator"
-SHORT_PREFIX = "hyperpod-inference"
-OPERATOR_NAMESPACE = f"{SHORT_PREFIX}-system"
-CHART_SERVICE_ACCOUNT = f"{NAME_PREFIX}-controller-manager"
-"""ServiceAccount of the Helm-chart / cdk8s-chart install (the execution role's IRSA ``sub`` in chart mode)."""
-ADDON_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
-"""ServiceAccount of the EKS add-on install (the execution role's IRSA ``sub`` in add-on mode)."""
-
+# Names (the chart's defaults: namePrefix hyperpod-inference-operator, shortPrefix hyperpod-inference), the service
+# accounts and CHART_VERSIONS (Helm chart version and appVersion per operator version) live in facts/operator.py.
 DEPLOYMENT_NAME = f"{NAME_PREFIX}-controller-manager"
 MANAGER_ROLE = f"{NAME_PREFIX}-manager-role"
 MANAGER_ROLE_BINDING = f"{NAME_PREFIX}-manager-rolebinding"
@@ -56,9 +60,6 @@ POD_READER = "pod-reader"
 CONTROL_PLANE_LABEL = {"control-plane": DEPLOYMENT_NAME}
 APP_LABEL = {"app.kubernetes.io/name": NAME_PREFIX}
 
-# Helm chart version and appVersion that the operator reports through CHART_VERSION / APP_VERSION.
-CHART_VERSIONS: dict[str, tuple[str, str]] = {"v3.2": ("2.2.2", "3.2"), "v3.3": ("2.3.0", "3.3")}
-
 OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
 _CRUD = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
@@ -69,7 +70,8 @@ def manager_role_rules(version: str) -> list[dict[str, Any]]:
     if version not in CHART_VERSIONS:
         raise ValueError(f"unsupported operator version {version!r}; supported: {', '.join(OPERATOR_VERSIONS)}")
     kinds = ["jumpstartmodels", "inferenceendpointconfigs", "sagemakerendpointregistrations"]
-    if version == "v3.3":
+    caches = Version(version) >= field_since("spec.modelCacheConfig")  # the cache CRDs come with modelCacheConfig
+    if caches:
         kinds += ["modelweightscacheconfigs", "modelimagecaches"]
     rules: list[dict[str, Any]] = [
         {"apiGroups": [OPERATOR_GROUP], "resources": list(kinds), "verbs": list(_CRUD)},
@@ -88,7 +90,7 @@ def manager_role_rules(version: str) -> list[dict[str, Any]]:
          "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["storage.k8s.io"], "resources": ["csidrivers"], "verbs": ["get", "list", "watch"]},
     ]
-    if version == "v3.3":
+    if caches:
         rules += [
             {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["create", "list", "watch"]},
             {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"],

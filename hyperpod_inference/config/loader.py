@@ -8,8 +8,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..facts.rules import PATTERN_DESCRIPTIONS
 from .models import HyperPodConfig
-from .rules import PATTERN_DESCRIPTIONS
 
 
 class ConfigError(ValueError):

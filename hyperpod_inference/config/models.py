@@ -7,9 +7,11 @@ and report every problem with its own path, so a config with five mistakes shows
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -22,7 +24,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from . import rules
+from ..facts import operator as operator_facts
+from ..facts import rules
+from ..facts.runtimes import PRESETS, dlc_registry_problem
 
 Loc = tuple[str | int, ...]
 
@@ -43,11 +47,24 @@ def _raise_all(model: type[BaseModel], errors: list[InitErrorDetails]) -> None:
         raise ValidationError.from_exception_data(model.__name__, errors)
 
 
+def _rule(check: Callable[[str], str | None]) -> AfterValidator:
+    """A field validator from a rule function of ``facts.rules``: the config and the constructs run the same check."""
+
+    def validate(value: str) -> str:
+        problem = check(value)
+        if problem:
+            raise PydanticCustomError("rule", "{problem}", {"problem": problem})
+        return value
+
+    return AfterValidator(validate)
+
+
 DnsLabel = Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)]
 DnsSubdomain = Annotated[str, StringConstraints(pattern=rules.DNS1123_SUBDOMAIN, max_length=253)]
-DomainName = Annotated[str, StringConstraints(pattern=rules.DOMAIN_NAME, max_length=253)]
+DomainName = Annotated[str, StringConstraints(pattern=rules.DOMAIN_NAME, max_length=253), _rule(rules.domain_name_problem)]
 AbsolutePath = Annotated[str, StringConstraints(pattern=rules.ABSOLUTE_PATH, min_length=1, max_length=rules.HOST_PATH_MAX)]
-BucketName = Annotated[str, StringConstraints(pattern=rules.S3_BUCKET_NAME, min_length=3, max_length=63)]
+BucketName = Annotated[str, StringConstraints(pattern=rules.S3_BUCKET_NAME, min_length=3, max_length=63),
+                      _rule(rules.bucket_name_problem)]
 RoleArn = Annotated[str, StringConstraints(pattern=rules.IAM_ROLE_ARN)]
 ContentType = Annotated[str, StringConstraints(pattern=rules.CONTENT_TYPE, min_length=1, max_length=256)]
 
@@ -86,11 +103,11 @@ class Operator(Strict):
     """How the HyperPod inference operator is installed (add-on, cdk8s chart, or already there)."""
 
     install: Literal["addon", "chart", "existing"] = "addon"
-    version: Literal["v3.2", "v3.3"] = "v3.3"
+    version: Literal[operator_facts.OPERATOR_VERSIONS] = operator_facts.DEFAULT_OPERATOR_VERSION  # type: ignore[valid-type]
     dependencies: Literal["create", "existing"] = "create"
     tls_bucket_name: BucketName | None = None
     crd_source: str | None = None
-    addon_version: Annotated[str, StringConstraints(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")] | None = None
+    addon_version: Annotated[str, StringConstraints(pattern=rules.EKS_ADDON_VERSION)] | None = None
     alb_controller_role_arn: RoleArn | None = None
     keda_role_arn: RoleArn | None = None
     s3_csi_driver_role_arn: RoleArn | None = None
@@ -104,9 +121,10 @@ class Operator(Strict):
         if self.execution_role_arn and self.install != "existing":
             errors.append(_err(("executionRoleArn",), "only used with install: existing; the stack creates the role "
                                "for addon and chart", self.execution_role_arn))
-        if self.execution_role_arn and not self.execution_role_arn.split("/")[-1].startswith("SageMakerHyperPodInference"):
-            errors.append(_err(("executionRoleArn",), "the role name must start with SageMakerHyperPodInference "
-                               "(the managed policy only passes roles with that prefix)", self.execution_role_arn))
+        role_problem = self.execution_role_arn and rules.execution_role_name_problem(
+            rules.role_name_from_arn(self.execution_role_arn), operator_facts.EXECUTION_ROLE_NAME_PREFIX)
+        if role_problem:
+            errors.append(_err(("executionRoleArn",), role_problem, self.execution_role_arn))
         if self.install == "chart" and not self.crd_source:
             errors.append(_err(("crdSource",), "required with install: chart (a folder holding the operator's CRD YAML files)"))
         if self.crd_source and self.install != "chart":
@@ -133,14 +151,14 @@ class Capture(Strict):
     bucket_name: BucketName | None = None
     bucket_account: Annotated[str, StringConstraints(pattern=rules.ACCOUNT)] | None = None
     bucket_encryption: Literal["SSE-S3", "SSE-KMS"] | None = None
-    prefix: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*$", max_length=256)] = "data-capture"
+    prefix: Annotated[str, StringConstraints(pattern=rules.CAPTURE_PREFIX, max_length=rules.CAPTURE_PREFIX_MAX)] = "data-capture"
     retention_days: Annotated[int, Field(ge=1, le=36500)] = 365
     kms: str = "create"
 
     @field_validator("kms")
     @classmethod
     def _kms(cls, v: str) -> str:
-        if v in ("create", "none") or rules.KMS_KEY_ARN_RE.match(v):
+        if v in ("create", "none") or rules.kms_key_arn_problem(v) is None:
             return v
         raise PydanticCustomError("kms", "must be create, none, or a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)")
 
@@ -339,10 +357,11 @@ class Resources(Strict):
 
 # ----------------------------------------------------------------------------------------------------------- endpoint
 class Endpoint(Strict):
-    name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)]
+    name: DnsLabel
     namespace: DnsLabel
     kind: Literal["InferenceEndpointConfig", "JumpStartModel"] = "InferenceEndpointConfig"
-    sagemaker_endpoint_name: Annotated[str, StringConstraints(pattern=rules.ENDPOINT_NAME, max_length=63)] | None = None
+    sagemaker_endpoint_name: Annotated[str, StringConstraints(pattern=rules.ENDPOINT_NAME, max_length=63),
+                                       _rule(rules.endpoint_name_problem)] | None = None
     instance_type: Annotated[str, StringConstraints(pattern=rules.INSTANCE_TYPE)]
     replicas: Annotated[int, Field(ge=1, le=1000)] = 1
     runtime: Literal["vllm", "tgi", "sglang", "custom"] | None = None
@@ -439,7 +458,18 @@ class HyperPodConfig(Strict):
                     e.append(_err(("cluster", alias), "required (the stack imports the cluster by it; only a "
                                   "HyperPodInference given a cluster object does without)"))
         account, region = (self.env.account, self.env.region) if self.env else (None, None)
-        # identifiers that must belong to env
+        partition = rules.partition_of_region(region) if region else None
+        # identifiers that must belong to env (and its partition)
+        for at, arn in ((("cluster", "hyperpodClusterArn"), self.cluster.hyperpod_cluster_arn),
+                        (("cluster", "kubectlRoleArn"), self.cluster.kubectl_role_arn),
+                        (("cluster", "oidcProviderArn"), self.cluster.oidc_provider_arn),
+                        *((("operator", f), getattr(self.operator, a)) for f, a in (
+                            ("albControllerRoleArn", "alb_controller_role_arn"), ("kedaRoleArn", "keda_role_arn"),
+                            ("s3CsiDriverRoleArn", "s3_csi_driver_role_arn"),
+                            ("executionRoleArn", "execution_role_arn"))),
+                        (("capture", "kms"), self.capture.kms if self.capture is not None else None)):
+            if partition and arn and arn.startswith("arn:") and rules.arn_parts(arn)[0] != partition:
+                e.append(_err(at, f"must be in the partition of env.region ({partition})", arn))
         m = rules.CLUSTER_ARN_RE.match(self.cluster.hyperpod_cluster_arn)
         if m and self.env and (m.group(1), m.group(2)) != (region, account):
             e.append(_err(("cluster", "hyperpodClusterArn"), f"must be in env.account / env.region ({account} / {region})"))
@@ -459,11 +489,9 @@ class HyperPodConfig(Strict):
             seen_ns.add(ns)
         # operator region support (chart mode pulls the operator image from a regional registry)
         if self.operator.install == "chart" and region:
-            from ..charts.operator_images import SUPPORTED_REGIONS as supported_regions
-
-            if region not in supported_regions(self.operator.version):
-                e.append(_err(("env", "region"), f"the operator {self.operator.version} image is not published in {region}; "
-                              f"supported: {', '.join(supported_regions(self.operator.version))}"))
+            problem = operator_facts.image_region_problem(region, self.operator.version)
+            if problem:
+                e.append(_err(("env", "region"), problem))
         files = self.manifests.delivery == "files"
         if self.domain is not None and files:
             if self.domain.certificate_arn is None:
@@ -477,8 +505,7 @@ class HyperPodConfig(Strict):
             if c.bucket_account and account and c.bucket_account != account:
                 e.append(_err(("capture", "bucketAccount"),
                               f"the capture bucket must be in the cluster's account ({account}): the operator requires it"))
-            m = rules.KMS_KEY_ARN_RE.match(c.kms)
-            if m and region and (m.group(1) or m.group(3)) != region:
+            if region and rules.kms_key_arn_problem(c.kms) is None and rules.arn_parts(c.kms)[2] != region:
                 e.append(_err(("capture", "kms"), f"the key must be in env.region ({region})"))
         # endpoints
         names: dict[tuple[str, str], int] = {}
@@ -496,9 +523,15 @@ class HyperPodConfig(Strict):
                     e.append(_err(at + ("sagemakerEndpointName",),
                                   f"duplicate SageMaker endpoint name (also endpoints[{sm_names[low]}])"))
                 sm_names.setdefault(low, i)
-            if ep.weight_cache.mode == "operator" and self.operator.version < "v3.3":
+            if ep.weight_cache.mode == "operator" and not operator_facts.has_field(self.operator.version,
+                                                                                   "spec.modelCacheConfig"):
+                since = operator_facts.field_since("spec.modelCacheConfig")
                 e.append(_err(at + ("weightCache", "mode"),
-                              f"operator mode needs operator.version v3.3 or later (have {self.operator.version})"))
+                              f"operator mode needs operator.version {since} or later (have {self.operator.version})"))
+            if region and not ep.is_jumpstart and ep.image is None and ep.effective_runtime in PRESETS:
+                problem = dlc_registry_problem(region)
+                if problem:
+                    e.append(_err(at + ("image",), problem))
             if ep.data_capture is not None and ep.data_capture.any_enabled:
                 if self.capture is None:
                     e.append(_err(at + ("dataCapture",), "capture is enabled here but the top-level capture section is absent"))
@@ -524,6 +557,19 @@ class HyperPodConfig(Strict):
                                   f"must be a secret in env.account ({account})"))
         if self.domain is not None and len(domains) > 100:
             e.append(_err(("endpoints",), "at most 100 endpoint domain names per stack"))
+        if self.domain is not None and domains:
+            d = self.domain
+            if d.certificate_arn is not None:
+                if d.wildcard is not None:
+                    e.append(_err(("domain", "wildcard"), "only applies to an issued certificate; leave it unset when "
+                                  "certificateArn imports one", d.wildcard))
+                problem = rules.certificate_region_problem(d.certificate_arn, region)
+                if problem:
+                    e.append(_err(("domain", "certificateArn"), problem, d.certificate_arn))
+            else:
+                problem = rules.issued_certificate_problem(d.zone_name, list(domains), d.wildcard)
+                if problem:
+                    e.append(_err(("domain", "wildcard" if d.wildcard is False else "certificateArn"), problem))
         _raise_all(type(self), e)
         return self
 

@@ -24,8 +24,6 @@ give the stack an ``env`` to get literal names, ``s3_uri`` and the legacy statem
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Any
 
 from aws_cdk import Acknowledgment, Annotations, Aws, Duration, RemovalPolicy, Stack, Token, Validations, region_info
@@ -35,6 +33,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.aws_kms import Key as _KmsKey
 from constructs import Construct
 
+from ..facts import naming, rules
 from .nag import render_resolved
 
 ALB_LOG_DELIVERY_SERVICE = "logdelivery.elasticloadbalancing.amazonaws.com"
@@ -45,33 +44,11 @@ TIER_FOLDERS = {"sagemakerEndpoint": "sme", "loadBalancer": "alb", "modelPod": "
 
 _S3_URI_MAX_LEN = 512  # CRD: dataCapture.s3Uri maxLength
 _ABORT_INCOMPLETE_MULTIPART_DAYS = 7
-_PREFIX = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
-_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_NAME_PREFIX = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
-_ACCOUNT = re.compile(r"^\d{12}$")
-_KEY_ARN = re.compile(
-    r"^arn:(?P<partition>aws[a-z-]*):kms:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):key/"
-    r"(?P<id>mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
-)
-_RESERVED_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
-_RESERVED_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
-# Worst-case lengths used to size names when the account or region is a deploy-time token.
-_ACCOUNT_LEN = 12
-_MAX_REGION_LEN = 14  # e.g. ap-southeast-5, eusc-de-east-1
+# The bucket, account and KMS key ARN rules are in facts/rules.py (shared with the config); the names in facts/naming.py.
 
 
 def _known(value: Any) -> bool:
     return value is not None and not Token.is_unresolved(value)
-
-
-def _bucket_name_problem(name: str) -> str | None:
-    if not _BUCKET_NAME.match(name):
-        return "must be 3-63 characters of lowercase letters, digits, '.' and '-', starting and ending with a letter or digit"
-    if ".." in name or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name):
-        return "must not contain '..' or look like an IP address"
-    if name.startswith(_RESERVED_BUCKET_PREFIXES) or name.endswith(_RESERVED_BUCKET_SUFFIXES):
-        return "uses a prefix or suffix that S3 reserves"
-    return None
 
 
 class DataCaptureStorage(Construct):
@@ -151,15 +128,16 @@ class DataCaptureStorage(Construct):
                        kms_option=kms, alb_logs=alb_logs, physical_name_prefix=physical_name_prefix)
 
         base = self._name_base(physical_name_prefix)
-        suffix = f"{self._account}-{self._region}"
+        account, region = self._account, self._region
         self.log_bucket = None
-        self.bucket_name = bucket_name if bucket_name is not None else f"{base}-capture-{suffix}"
+        self.bucket_name = (bucket_name if bucket_name is not None
+                            else naming.capture_bucket_name(base, account, region))
 
         if bucket is not None:
             self.bucket = bucket
             self.bucket_name = bucket.bucket_name
         elif bucket_name is None:
-            self.bucket = self._create_bucket(log_bucket_name=f"{base}-capture-logs-{suffix}",
+            self.bucket = self._create_bucket(log_bucket_name=naming.capture_log_bucket_name(base, account, region),
                                               removal_policy=removal_policy)
         else:
             self.bucket = s3.Bucket.from_bucket_attributes(
@@ -175,7 +153,7 @@ class DataCaptureStorage(Construct):
             self.key = key
             self.kms_key_id = key.key_arn
         elif kms == "create":
-            alias_name = f"alias/{base}-data-capture"
+            alias_name = naming.capture_key_alias(base)
             self.key = self._create_key(alias_name, removal_policy)
             self.key_alias_arn = f"arn:{self._partition}:kms:{self._region}:{self._account}:{alias_name}"
             self.kms_key_id = self.key_alias_arn
@@ -344,20 +322,7 @@ class DataCaptureStorage(Construct):
     def _name_base(self, physical_name_prefix: str | None) -> str:
         if physical_name_prefix is not None:
             return physical_name_prefix
-        base = re.sub(r"[^a-z0-9-]+", "-", self._stack.stack_name.lower())
-        base = re.sub(r"-{2,}", "-", base).strip("-") or "hyperpod"
-        if base.startswith(("sthree", "amzn-s3-demo", "xn-")):
-            base = f"hp-{base}"
-        limit = self._name_base_limit()
-        if len(base) > limit:
-            digest = hashlib.sha256(base.encode()).hexdigest()[:6]
-            base = f"{base[:limit - 7].rstrip('-')}-{digest}"
-        return base
-
-    def _name_base_limit(self) -> int:
-        account_len = len(self._account) if _known(self._account) else _ACCOUNT_LEN
-        region_len = len(self._region) if _known(self._region) else _MAX_REGION_LEN
-        return 63 - len("-capture-logs--") - account_len - region_len
+        return naming.capture_name_base(self._stack.stack_name, self._account, self._region)
 
     def _create_bucket(self, *, log_bucket_name: str, removal_policy: RemovalPolicy) -> s3.Bucket:
         # The log bucket is written by the S3 logging service through a bucket policy (not the log-delivery ACL,
@@ -430,12 +395,12 @@ class DataCaptureStorage(Construct):
                          alb_logs: bool) -> list[str]:
         problems = []
         if bucket_name is not None and _known(bucket_name):
-            problem = _bucket_name_problem(bucket_name)
+            problem = rules.bucket_name_problem(bucket_name)
             if problem:
                 problems.append(f"bucket_name: {bucket_name!r} {problem}")
         if bucket_account is not None and _known(bucket_account):
-            if not _ACCOUNT.match(bucket_account):
-                problems.append(f"bucket_account: {bucket_account!r} is not a 12-digit AWS account ID")
+            if problem := rules.account_problem(bucket_account):
+                problems.append(f"bucket_account: {bucket_account!r} {problem}")
             elif _known(self._account) and bucket_account != self._account:
                 problems.append(f"bucket_account: the bucket is owned by {bucket_account}, but the stack (the "
                                 f"cluster) is in {self._account}; the operator requires the capture bucket in "
@@ -451,41 +416,30 @@ class DataCaptureStorage(Construct):
     def _validate_kms(self, kms_option: str) -> list[str]:
         if kms_option in ("create", "none") or not _known(kms_option):
             return []
-        match = _KEY_ARN.match(kms_option)
-        if not match:
+        if rules.kms_key_arn_problem(kms_option):
             return [f"kms: {kms_option!r} must be 'create', 'none' or a key ARN "
                     "arn:<partition>:kms:<region>:<account>:key/<key id> (not an alias)"]
+        partition, _, key_region, _ = rules.arn_parts(kms_option)
         problems = []
-        if _known(self._partition) and match["partition"] != self._partition:
-            problems.append(f"kms: the key is in partition {match['partition']}, the stack in {self._partition}")
-        if _known(self._region) and match["region"] != self._region:
-            problems.append(f"kms: the key is in {match['region']}, but S3 needs the key in the bucket's region "
+        if _known(self._partition) and partition != self._partition:
+            problems.append(f"kms: the key is in partition {partition}, the stack in {self._partition}")
+        if _known(self._region) and key_region != self._region:
+            problems.append(f"kms: the key is in {key_region}, but S3 needs the key in the bucket's region "
                             f"({self._region})")
         return problems
 
     def _validate_name_prefix(self, physical_name_prefix: str | None) -> list[str]:
         if physical_name_prefix is None or not _known(physical_name_prefix):
             return []
-        problems = []
-        if not _NAME_PREFIX.match(physical_name_prefix) or "--" in physical_name_prefix:
-            problems.append(f"physical_name_prefix: {physical_name_prefix!r} must be lowercase letters, digits and "
-                            "single '-', starting and ending with a letter or digit")
-        elif physical_name_prefix.startswith(("xn-", "sthree", "amzn-s3-demo")):
-            problems.append(f"physical_name_prefix: {physical_name_prefix!r} starts with a prefix S3 reserves")
-        limit = self._name_base_limit()
-        if len(physical_name_prefix) > limit:
-            problems.append(f"physical_name_prefix: at most {limit} characters here (bucket names are limited to "
-                            "63 with the '-capture-logs-<account>-<region>' suffix)")
-        return problems
+        problem = naming.capture_name_prefix_problem(physical_name_prefix, self._account, self._region)
+        return [f"physical_name_prefix: {physical_name_prefix!r} {problem}"] if problem else []
 
 
 def _validate_prefix(prefix: str) -> list[str]:
     if isinstance(prefix, str) and Token.is_unresolved(prefix):
         return []
-    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
-        return [f"prefix: {prefix!r} must be non-empty segments of letters, digits, '.', '_' and '-' separated "
-                "by single '/', with no leading or trailing '/'"]
-    return []
+    problem = rules.capture_prefix_problem(prefix)
+    return [f"prefix: {prefix!r} {problem}"] if problem else []
 
 
 def _validate_retention(retention_days: int) -> list[str]:

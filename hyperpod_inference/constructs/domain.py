@@ -15,7 +15,6 @@ validate the certificate and the deployment waits. See :func:`delegation_instruc
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,20 +24,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_route53 as route53
 from constructs import Construct
 
-from ..config import rules
+from ..facts import rules
 from .lazy import lazy
 
-# customCertificateConfig.domainName (CRD): a lowercase DNS name, at most 253 characters, labels of 1-63.
-_DNS_NAME = re.compile(rules.DNS1123_SUBDOMAIN)
-_DNS_NAME_MAX = 253
-_DNS_LABEL_MAX = 63
-_HOSTED_ZONE_ID = re.compile(rules.HOSTED_ZONE_ID)  # dnsConfig.hostedZoneId (CRD)
-_ACM_ARN = re.compile(rules.ACM_ARN_CRD)  # customCertificateConfig.acmArn (CRD)
-
-#: ACM's default quota: domain names per certificate (the domain name plus its subject alternative names).
-ACM_MAX_NAMES_PER_CERTIFICATE = 10
-#: With ``wildcard=None``, more endpoint names than this switch the issued certificate to ``*.<zone>`` + apex.
-AUTO_WILDCARD_ABOVE = 9
+# The rules (domain names, zone ID, certificate ARN, what one certificate carries) are in facts/rules.py.
+ACM_MAX_NAMES_PER_CERTIFICATE = rules.ACM_MAX_NAMES_PER_CERTIFICATE
+AUTO_WILDCARD_ABOVE = rules.AUTO_WILDCARD_ABOVE
+certificate_names = rules.certificate_names
 
 #: DNS record types the operator writes for an endpoint (A alias to the ALB, TXT ownership record).
 OPERATOR_RECORD_TYPES = ("A", "TXT")
@@ -59,53 +51,6 @@ def delegation_instructions(zone_name: str) -> str:
 
 def _is_token(value: object) -> bool:
     return isinstance(value, str) and Token.is_unresolved(value)
-
-
-def _dns_name_problems(value: str) -> list[str]:
-    problems = []
-    if value != value.lower():
-        problems.append("must be lowercase")
-    if len(value) > _DNS_NAME_MAX:
-        problems.append(f"must be at most {_DNS_NAME_MAX} characters (is {len(value)})")
-    if value.startswith("*"):
-        problems.append("must be a specific name, not a wildcard")
-    elif not _DNS_NAME.match(value.lower()) or any(len(label) > _DNS_LABEL_MAX for label in value.split(".")):
-        problems.append(
-            f"must be a DNS name: labels of 1-{_DNS_LABEL_MAX} letters, digits or hyphens (not at either end), "
-            "separated by dots, no trailing dot"
-        )
-    return problems
-
-
-def _in_zone(name: str, zone_name: str) -> bool:
-    return name == zone_name or name.endswith("." + zone_name)
-
-
-def _covered_by_wildcard(name: str, zone_name: str) -> bool:
-    """True when ``*.<zone>`` or the apex ``<zone>`` covers ``name`` (a wildcard covers exactly one label)."""
-    if _is_token(name) or _is_token(zone_name):
-        return False
-    if name == zone_name:
-        return True
-    suffix = "." + zone_name
-    return name.endswith(suffix) and "." not in name[: -len(suffix)]
-
-
-def certificate_names(zone_name: str, domain_names: Sequence[str], wildcard: bool | None) -> list[str]:
-    """The names an issued certificate carries, the certificate's domain name first.
-
-    Specific names: the endpoint names as given. Wildcard (``wildcard=True``, or ``None`` with more than
-    :data:`AUTO_WILDCARD_ABOVE` names): ``*.<zone>``, the apex ``<zone>``, then every endpoint name the wildcard
-    does not cover (deeper than one label under the zone).
-    """
-    use_wildcard = wildcard if wildcard is not None else len(domain_names) > AUTO_WILDCARD_ABOVE
-    if not use_wildcard:
-        return list(domain_names)
-    names = [f"*.{zone_name}", zone_name]
-    for name in domain_names:
-        if not _covered_by_wildcard(name, zone_name) and name not in names:
-            names.append(name)
-    return names
 
 
 class CustomDomain(Construct):
@@ -279,7 +224,9 @@ class CustomDomain(Construct):
         problems: list[str] = []
         zone_known = not _is_token(zone_name)
         if zone_known:
-            problems += [f"zone_name: {p} (got {zone_name!r})" for p in _dns_name_problems(zone_name)]
+            problem = rules.domain_name_problem(zone_name)
+            if problem:
+                problems.append(f"zone_name: {problem} (got {zone_name!r})")
 
         if not domain_names:
             problems.append("domain_names: at least one domain name is required")
@@ -288,8 +235,10 @@ class CustomDomain(Construct):
             if _is_token(name):
                 continue
             prop = f"domain_names[{i}]"
-            problems += [f"{prop}: {p} (got {name!r})" for p in _dns_name_problems(name)]
-            if zone_known and not _in_zone(name, zone_name):
+            problem = rules.domain_name_problem(name)
+            if problem:
+                problems.append(f"{prop}: {problem} (got {name!r})")
+            if zone_known and not rules.domain_within_zone(name, zone_name):
                 problems.append(f"{prop}: must be inside the zone {zone_name!r} (equal to it or ending with "
                                 f"'.{zone_name}') (got {name!r})")
             if name in seen:
@@ -297,33 +246,26 @@ class CustomDomain(Construct):
             else:
                 seen[name] = i
 
-        if hosted_zone_id is not None and not _is_token(hosted_zone_id) and not _HOSTED_ZONE_ID.match(hosted_zone_id):
-            problems.append(f"hosted_zone_id: must match {_HOSTED_ZONE_ID.pattern} (got {hosted_zone_id!r})")
+        if hosted_zone_id is not None and not _is_token(hosted_zone_id):
+            problem = rules.hosted_zone_id_problem(hosted_zone_id)
+            if problem:
+                problems.append(f"hosted_zone_id: {problem} (got {hosted_zone_id!r})")
 
         if certificate_arn is not None:
             if wildcard is not None:
                 problems.append("wildcard: only applies to an issued certificate; leave it unset when "
                                 "certificate_arn imports one")
             if not _is_token(certificate_arn):
-                match = _ACM_ARN.match(certificate_arn)
                 region = Stack.of(self).region
-                if not match:
-                    problems.append(f"certificate_arn: must match the operator's pattern {_ACM_ARN.pattern} "
-                                    f"(got {certificate_arn!r})")
-                elif not Token.is_unresolved(region) and certificate_arn.split(":")[3] != region:
-                    problems.append(f"certificate_arn: must be in the stack's region {region!r}, the operator "
-                                    f"requires it (got region {certificate_arn.split(':')[3]!r})")
-        else:
-            if wildcard is False and len(domain_names) > AUTO_WILDCARD_ABOVE:
-                problems.append(f"domain_names: {len(domain_names)} names with wildcard=False; at most "
-                                f"{AUTO_WILDCARD_ABOVE} specific names per issued certificate (leave wildcard "
-                                f"unset or True, or import a certificate)")
-            elif zone_known and domain_names:
-                total = len(certificate_names(zone_name, domain_names, wildcard))
-                if total > ACM_MAX_NAMES_PER_CERTIFICATE:
-                    problems.append(f"domain_names: the certificate would need {total} names, more than ACM's "
-                                    f"default quota of {ACM_MAX_NAMES_PER_CERTIFICATE} per certificate (names "
-                                    f"deeper than one label under the zone are not covered by '*.{zone_name}')")
+                problem = rules.acm_certificate_arn_problem(certificate_arn)
+                if problem is None and not Token.is_unresolved(region):
+                    problem = rules.certificate_region_problem(certificate_arn, region)
+                if problem:
+                    problems.append(f"certificate_arn: {problem} (got {certificate_arn!r})")
+        elif zone_known or wildcard is False:
+            problem = rules.issued_certificate_problem(zone_name, domain_names, wildcard)
+            if problem:
+                problems.append(f"domain_names: {problem}")
 
         if problems:
             raise ValueError(f"CustomDomain {self.node.path}: {len(problems)} problem(s):\n  - "

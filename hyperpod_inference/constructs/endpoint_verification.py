@@ -14,7 +14,6 @@ lists exactly the endpoints verified through it.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from aws_cdk import Acknowledgment, Annotations, CustomResource, Duration, RemovalPolicy, Stack, Token, Validations
@@ -24,12 +23,11 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
-from ..config import rules
+from ..facts import rules
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambda" / "verify_endpoint"
 RESOURCE_TYPE = "Custom::SageMakerEndpointVerification"
 
-_ENDPOINT_NAME = re.compile(rules.ENDPOINT_NAME)
 #: ``EndpointVerification`` defaults: wait up to an hour, poll every 30 seconds.
 DEFAULT_TIMEOUT = Duration.minutes(60)
 DEFAULT_QUERY_INTERVAL = Duration.seconds(30)
@@ -286,8 +284,8 @@ class EndpointVerification(Construct):
 
 def _validate(endpoint_name: str, payload: str, content_type: str, timeout: Duration, query_interval: Duration) -> None:
     problems: list[str] = []
-    if not Token.is_unresolved(endpoint_name) and not _ENDPOINT_NAME.match(endpoint_name):
-        problems.append(f"endpoint_name {endpoint_name!r}: must be {rules.PATTERN_DESCRIPTIONS[rules.ENDPOINT_NAME]}")
+    if not Token.is_unresolved(endpoint_name) and (problem := rules.endpoint_name_problem(endpoint_name)):
+        problems.append(f"endpoint_name {endpoint_name!r}: {problem}")
     if not Token.is_unresolved(payload) and not payload:
         problems.append("payload: must not be empty")
     if not Token.is_unresolved(content_type) and not content_type.strip():

@@ -7,14 +7,13 @@ The OIDC issuer is parsed from the provider ARN, so the trust policy names the e
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from aws_cdk import Token
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-_OIDC_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(\d{12}):oidc-provider/(.+)$")
+from ..facts import rules
 
 
 def oidc_issuer_from_arn(oidc_provider_arn: str) -> str:
@@ -23,10 +22,7 @@ def oidc_issuer_from_arn(oidc_provider_arn: str) -> str:
     issuer must be literal so the trust conditions are)."""
     if Token.is_unresolved(oidc_provider_arn):
         raise ValueError("oidcProviderArn must be a literal ARN, not a deploy-time token")
-    match = _OIDC_ARN.match(oidc_provider_arn)
-    if not match:
-        raise ValueError(f"not an IAM OIDC provider ARN: {oidc_provider_arn!r}")
-    return match.group(2)
+    return rules.oidc_issuer(oidc_provider_arn)
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,7 @@ Security checks (cdk-nag AwsSolutions) are acknowledged here, at the narrowest c
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +28,21 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from ..charts.operator import ADDON_SERVICE_ACCOUNT, CHART_SERVICE_ACCOUNT, OPERATOR_NAMESPACE
+from ..facts import naming, rules
+from ..facts import operator as facts
+from ..facts.operator import (
+    ADDON_SERVICE_ACCOUNT,
+    CHART_SERVICE_ACCOUNT,
+    DEPENDENCY_ADDON_VERSIONS,
+    EXECUTION_ROLE_NAME_PREFIX,
+    GATED_MODEL_MANAGED_POLICY,
+    GATED_MODEL_SERVICE_ACCOUNT_PREFIX,
+    OPERATOR_ADDON_NAME,
+    OPERATOR_ADDON_VERSIONS,
+    OPERATOR_MANAGED_POLICY,
+    OPERATOR_NAMESPACE,
+    TLS_BUCKET_PREFIX,
+)
 from .irsa import ServiceAccountRef, ServiceAccountRole, irsa_principal, oidc_issuer_from_arn
 from .lazy import lazy
 
@@ -55,53 +67,16 @@ __all__ = [
     "default_execution_role_name",
 ]
 
-# --- facts about the operator (FACTS.md §6, §7) -------------------------------------------------------------------
+# The facts about the operator (names it fixes, managed policies, add-on versions: FACTS.md sections 6 and 7) live in
+# facts/operator.py; the rules that check props in facts/rules.py, shared with the config.
 
-# OPERATOR_NAMESPACE, ADDON_SERVICE_ACCOUNT (add-on) and CHART_SERVICE_ACCOUNT (Helm chart) live with the chart.
-
-#: The add-on refuses other role names, and the managed policy's iam:PassRole only covers this prefix.
-EXECUTION_ROLE_NAME_PREFIX = "SageMakerHyperPodInference"
-OPERATOR_MANAGED_POLICY = "AmazonSageMakerHyperPodInferenceAccess"
-GATED_MODEL_MANAGED_POLICY = "AmazonSageMakerHyperPodGatedModelAccess"
-
-#: The managed policy's S3 and KMS statements cover buckets named ``hyperpod-tls*``.
-TLS_BUCKET_PREFIX = "hyperpod-tls"
-#: Object tag the operator sets on (and requires of) the TLS objects it writes and reads.
-_OPERATOR_OBJECT_TAG = ("CreatedBy", "HyperPodInference")
-
-ALB_CONTROLLER_SERVICE_ACCOUNT = ServiceAccountRef(OPERATOR_NAMESPACE, "aws-load-balancer-controller")
-KEDA_SERVICE_ACCOUNT = ServiceAccountRef(OPERATOR_NAMESPACE, "keda-operator")
-S3_CSI_SERVICE_ACCOUNT = ServiceAccountRef("kube-system", "s3-csi-driver-sa")
-#: The operator creates one service account per JumpStart endpoint, named with this prefix.
-GATED_MODEL_SERVICE_ACCOUNT_PREFIX = "hyperpod-inference-service-account"
-
-OPERATOR_ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
-#: Operator version -> EKS add-on version (release notes).
-OPERATOR_ADDON_VERSIONS: Mapping[str, str] = {
-    "v3.2": "v1.3.0-eksbuild.1",
-    "v3.3": "v1.4.0-eksbuild.1",
-}
-#: EKS add-ons the operator add-on needs, at the minimum versions the setup guide names.
-DEPENDENCY_ADDON_VERSIONS: Mapping[str, str] = {
-    "aws-mountpoint-s3-csi-driver": "v1.14.1-eksbuild.1",
-    "aws-fsx-csi-driver": "v1.6.0-eksbuild.1",
-    "metrics-server": "v0.7.2-eksbuild.4",
-    "cert-manager": "v1.18.2-eksbuild.2",
-}
+_OPERATOR_OBJECT_TAG = facts.OPERATOR_OBJECT_TAG
+ALB_CONTROLLER_SERVICE_ACCOUNT = ServiceAccountRef(*facts.ALB_CONTROLLER_SERVICE_ACCOUNT)
+KEDA_SERVICE_ACCOUNT = ServiceAccountRef(*facts.KEDA_SERVICE_ACCOUNT)
+S3_CSI_SERVICE_ACCOUNT = ServiceAccountRef(*facts.S3_CSI_SERVICE_ACCOUNT)
 
 _S3_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
 _ALB_POLICY_FILE = Path(__file__).with_name("alb_controller_policy.json")
-
-_ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
-_CLUSTER_ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:cluster/[a-z0-9]{1,128}$")
-_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_EKS_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
-_ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
-_MAX_ROLE_NAME = 64
-# Longest Region name today is 14 characters (ap-southeast-1); keep headroom for a token Region.
-_REGION_RESERVE = 16
 
 
 def _acknowledge(scope: IConstruct, findings: Mapping[str, str]) -> None:
@@ -132,17 +107,9 @@ def _check_role_arn(field: str, value: str | None, errors: list[str], *, require
         if required:
             errors.append(f"{field}: required")
         return
-    if not Token.is_unresolved(value) and not _ROLE_ARN.match(value):
-        errors.append(f"{field}: not an IAM role ARN: {value!r}")
-
-
-def _shorten(name: str, limit: int) -> str:
-    """``name`` if it fits, else its head plus an 8-hex digest of the whole (deterministic, and two long names that
-    share a head still differ)."""
-    if len(name) <= limit:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{name[: limit - 9]}-{digest}"
+    problem = None if Token.is_unresolved(value) else rules.role_arn_problem(value)
+    if problem:
+        errors.append(f"{field}: {problem} (got {value!r})")
 
 
 # --- 1. execution role ----------------------------------------------------------------------------------------------
@@ -154,10 +121,7 @@ def default_execution_role_name(stack: Stack) -> str:
     Region is a deploy-time value: the stack-name part is then shortened so that any Region still fits.
     """
     region = stack.region
-    if not Token.is_unresolved(region):
-        return _shorten(f"{EXECUTION_ROLE_NAME_PREFIX}-{stack.stack_name}-{region}", _MAX_ROLE_NAME)
-    room = _MAX_ROLE_NAME - len(EXECUTION_ROLE_NAME_PREFIX) - 2 - _REGION_RESERVE
-    return f"{EXECUTION_ROLE_NAME_PREFIX}-{_shorten(stack.stack_name, room)}-{Aws.REGION}"
+    return naming.execution_role_name(stack.stack_name, Aws.REGION if Token.is_unresolved(region) else region)
 
 
 class OperatorExecutionRole(iam.Role):
@@ -230,12 +194,8 @@ class OperatorExecutionRole(iam.Role):
     def _validate_role_name(role_name: str) -> None:
         if Token.is_unresolved(role_name):
             return
-        errors = []
-        if not role_name.startswith(EXECUTION_ROLE_NAME_PREFIX):
-            errors.append(f"must start with {EXECUTION_ROLE_NAME_PREFIX!r} (got {role_name!r})")
-        if not _ROLE_NAME.match(role_name):
-            errors.append("must be 1-64 characters of letters, digits and +=,.@_-")
-        _raise_if(errors, "role_name")
+        problem = rules.execution_role_name_problem(role_name, EXECUTION_ROLE_NAME_PREFIX)
+        _raise_if([f"{problem} (got {role_name!r})"] if problem else [], "role_name")
 
 
 # --- 2. TLS bucket --------------------------------------------------------------------------------------------------
@@ -286,7 +246,7 @@ class TlsBucket(Construct):
                                                   noncurrent_version_expiration=Duration.days(365))],
                 removal_policy=RemovalPolicy.RETAIN,
             )
-            physical_name = f"{TLS_BUCKET_PREFIX}-{stack.account}-{stack.region}"
+            physical_name = naming.tls_bucket_name(stack.account, stack.region)
             self.bucket: s3.IBucket = s3.Bucket(
                 self,
                 "Bucket",
@@ -369,8 +329,8 @@ class TlsBucket(Construct):
         errors = []
         if bucket_name.startswith("s3://"):
             errors.append("give the bucket name, not an s3:// URI")
-        elif not _BUCKET_NAME.match(bucket_name) or ".." in bucket_name:
-            errors.append(f"not a valid S3 bucket name: {bucket_name!r}")
+        elif problem := rules.bucket_name_problem(bucket_name):
+            errors.append(f"{problem} (got {bucket_name!r})")
         _raise_if(errors, "bucket_name")
 
 
@@ -444,8 +404,8 @@ class OperatorDependencyRoles(Construct):
             if not namespaces_for_gated:
                 errors.append("namespaces_for_gated: name at least one namespace (or give jumpstart_gated_role_arn)")
             for i, ns in enumerate(namespaces_for_gated):
-                if not _DNS_LABEL.match(ns):
-                    errors.append(f"namespaces_for_gated[{i}]: not a Kubernetes namespace name: {ns!r}")
+                if problem := rules.dns_label_problem(ns):
+                    errors.append(f"namespaces_for_gated[{i}]: {problem} (got {ns!r})")
         _raise_if(errors, "OperatorDependencyRoles")
 
         self.alb_role: iam.IRole = (
@@ -556,8 +516,8 @@ class OperatorAddon(Construct):
         errors: list[str] = []
         if version not in OPERATOR_ADDON_VERSIONS:
             errors.append(f"version: must be one of {', '.join(OPERATOR_ADDON_VERSIONS)} (got {version!r})")
-        if addon_version is not None and not _ADDON_VERSION.match(addon_version):
-            errors.append(f"addon_version: expected vX.Y.Z-eksbuild.N (got {addon_version!r})")
+        if addon_version is not None and (problem := rules.addon_version_problem(addon_version)):
+            errors.append(f"addon_version: {problem} (got {addon_version!r})")
         _check_cluster_name(cluster_name, errors)
         _raise_if(errors, "OperatorAddon")
         configuration = self.configuration(
@@ -588,21 +548,21 @@ class OperatorAddon(Construct):
         """The add-on's ``configurationValues`` as a dict (keys as in the AWS setup guide)."""
         errors: list[str] = []
         _check_role_arn("execution_role_arn", execution_role_arn, errors)
-        if not Token.is_unresolved(execution_role_arn) and _ROLE_ARN.match(execution_role_arn or ""):
-            name = execution_role_arn.rsplit("/", 1)[-1]
-            if not name.startswith(EXECUTION_ROLE_NAME_PREFIX):
-                errors.append(f"execution_role_arn: the add-on requires a role name starting with "
-                              f"{EXECUTION_ROLE_NAME_PREFIX!r} (got {name!r})")
+        if (execution_role_arn and not Token.is_unresolved(execution_role_arn)
+                and rules.role_arn_problem(execution_role_arn) is None):
+            name = rules.role_name_from_arn(execution_role_arn)
+            if problem := rules.execution_role_name_problem(name, EXECUTION_ROLE_NAME_PREFIX):
+                errors.append(f"execution_role_arn: {problem} (got {name!r})")
         _check_role_arn("jumpstart_gated_model_download_role_arn", jumpstart_gated_model_download_role_arn, errors)
         _check_role_arn("alb_role_arn", alb_role_arn, errors)
         _check_role_arn("keda_role_arn", keda_role_arn, errors)
         if not tls_bucket_name:
             errors.append("tls_bucket_name: required")
-        elif not Token.is_unresolved(tls_bucket_name) and not _BUCKET_NAME.match(tls_bucket_name):
-            errors.append(f"tls_bucket_name: a bucket name without s3:// (got {tls_bucket_name!r})")
+        elif not Token.is_unresolved(tls_bucket_name) and (problem := rules.bucket_name_problem(tls_bucket_name)):
+            errors.append(f"tls_bucket_name: a bucket name without s3://: {problem} (got {tls_bucket_name!r})")
         if (hyperpod_cluster_arn is not None and not Token.is_unresolved(hyperpod_cluster_arn)
-                and not _CLUSTER_ARN.match(hyperpod_cluster_arn)):
-            errors.append(f"hyperpod_cluster_arn: not a SageMaker HyperPod cluster ARN: {hyperpod_cluster_arn!r}")
+                and (problem := rules.hyperpod_cluster_arn_problem(hyperpod_cluster_arn))):
+            errors.append(f"hyperpod_cluster_arn: {problem} (got {hyperpod_cluster_arn!r})")
         if not isinstance(enable_custom_service_accounts, bool) and not Token.is_unresolved(
                 enable_custom_service_accounts):
             errors.append("enable_custom_service_accounts: must be true or false")
@@ -622,8 +582,8 @@ class OperatorAddon(Construct):
 
 
 def _check_cluster_name(cluster_name: str, errors: list[str]) -> None:
-    if not Token.is_unresolved(cluster_name) and not _EKS_CLUSTER_NAME.match(cluster_name or ""):
-        errors.append(f"cluster_name: not an EKS cluster name: {cluster_name!r}")
+    if not Token.is_unresolved(cluster_name) and (problem := rules.eks_cluster_name_problem(cluster_name or "")):
+        errors.append(f"cluster_name: {problem} (got {cluster_name!r})")
 
 
 # --- 5. dependency add-ons ------------------------------------------------------------------------------------------
@@ -651,8 +611,8 @@ class DependencyAddons(Construct):
         for name, pinned in (addon_versions or {}).items():
             if name not in DEPENDENCY_ADDON_VERSIONS:
                 errors.append(f"addon_versions.{name}: not one of {', '.join(DEPENDENCY_ADDON_VERSIONS)}")
-            elif not _ADDON_VERSION.match(pinned):
-                errors.append(f"addon_versions.{name}: expected vX.Y.Z-eksbuild.N (got {pinned!r})")
+            elif problem := rules.addon_version_problem(pinned):
+                errors.append(f"addon_versions.{name}: {problem} (got {pinned!r})")
         _raise_if(errors, "DependencyAddons")
         versions = {**DEPENDENCY_ADDON_VERSIONS, **(addon_versions or {})}
         self.by_name: dict[str, eks.CfnAddon] = {}

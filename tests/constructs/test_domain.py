@@ -198,7 +198,7 @@ def test_wildcard_true_with_one_name_issues_wildcard_plus_apex():
 
 def test_wildcard_false_with_ten_names_is_rejected():
     names = [f"ep{i}.example.com" for i in range(10)]
-    with pytest.raises(ValueError, match=r"domain_names: 10 names with wildcard=False"):
+    with pytest.raises(ValueError, match=r"domain_names: 10 names with wildcard false"):
         CustomDomain(_stack(), "Domain", zone_name=ZONE, domain_names=names, wildcard=False)
 
 

@@ -1,0 +1,151 @@
+"""Physical names the library chooses: one naming function, each service's length limit and character set.
+
+:func:`physical_name` joins a prefix and parts with ``-``; a name longer than the service allows keeps its head and
+ends in ``-<hash>``, a short SHA-256 digest of the whole name, so it stays deterministic and two long names that share
+a head still differ. The helpers below are the library's own names (the TLS bucket, the operator execution role, the
+capture buckets and key alias), each built by it.
+
+Names may carry deploy-time values (CDK tokens, ``${Token[...]}``): those parts are never shortened or checked here;
+the helpers reserve room for them instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from .operator import EXECUTION_ROLE_NAME_PREFIX, TLS_BUCKET_PREFIX
+from .rules import is_deploy_time
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """A service's rule for the names it accepts."""
+
+    service: str
+    max_length: int
+    charset: str
+    """The characters allowed, as the body of a regex character class."""
+    separator: str = "-"
+    """What joins the parts (and the hash) of a name."""
+
+    def problem(self, name: str) -> str | None:
+        """Why ``name`` is not a valid name here, or None. Deploy-time values are not checked."""
+        if is_deploy_time(name):
+            return None
+        if len(name) > self.max_length:
+            return f"{self.service} names are at most {self.max_length} characters ({name!r} has {len(name)})"
+        if not re.fullmatch(f"[{self.charset}]+", name):
+            return f"{self.service} names take only [{self.charset}] ({name!r})"
+        return None
+
+
+S3_BUCKET = NameRule("S3 bucket", 63, "a-z0-9.-")
+IAM_ROLE = NameRule("IAM role", 64, "A-Za-z0-9_+=,.@-")
+KMS_ALIAS = NameRule("KMS alias", 256, "A-Za-z0-9/_-")
+LAMBDA_FUNCTION = NameRule("Lambda function", 64, "A-Za-z0-9_-")
+ATHENA_WORKGROUP = NameRule("Athena workgroup", 128, "A-Za-z0-9._-")
+GLUE_DATABASE = NameRule("Glue database", 255, "a-z0-9_", separator="_")
+K8S_LABEL = NameRule("Kubernetes DNS-1123 label", 63, "a-z0-9-")
+K8S_SUBDOMAIN = NameRule("Kubernetes DNS-1123 subdomain", 253, "a-z0-9.-")
+
+#: Widths reserved for values known only at deploy time (an account ID; the longest Region name, e.g. ap-southeast-5).
+ACCOUNT_LENGTH = 12
+MAX_REGION_LENGTH = 14
+
+
+def physical_name(*parts: str, rule: NameRule, max_length: int | None = None, hash_length: int = 8,
+                  trim_head: bool = False) -> str:
+    """``parts`` joined by the service's separator (``-``; ``_`` for Glue), at most ``max_length`` (default: the
+    service's limit) characters.
+
+    A longer name becomes ``<head>-<hash>``: the head of the name and the first ``hash_length`` hex digits of the
+    SHA-256 of the whole name. ``trim_head`` drops separators at the end of the head (no ``--`` before the hash).
+    Raises ValueError for characters the service refuses. Parts holding deploy-time values make the name unshortened.
+    """
+    sep = rule.separator
+    name = sep.join(p for p in parts if p)
+    limit = rule.max_length if max_length is None else max_length
+    if is_deploy_time(name):
+        return name
+    if len(name) > limit:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:hash_length]
+        head = name[: limit - hash_length - 1]
+        name = f"{head.rstrip(sep) if trim_head else head}{sep}{digest}"
+    problem = rule.problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+def dns_safe(text: str, *, default: str) -> str:
+    """``text`` lowercased, runs of characters other than ``a-z0-9-`` as one ``-``, no ``-`` at either end."""
+    base = re.sub(r"[^a-z0-9-]+", "-", text.lower())
+    return re.sub(r"-{2,}", "-", base).strip("-") or default
+
+
+# --- the library's names ------------------------------------------------------------------------------------------
+
+def tls_bucket_name(account: str, region: str) -> str:
+    """``hyperpod-tls-<account>-<region>``: under the operator managed policy's ``hyperpod-tls*`` statements."""
+    return physical_name(TLS_BUCKET_PREFIX, account, region, rule=S3_BUCKET)
+
+
+def execution_role_name(stack_name: str, region: str) -> str:
+    """``SageMakerHyperPodInference-<stack name>-<region>``, at most 64 characters.
+
+    Longer names keep their head and end in an 8-hex digest of the full name. With a deploy-time Region the
+    stack-name part is shortened so that any Region still fits."""
+    if not is_deploy_time(region):
+        return physical_name(EXECUTION_ROLE_NAME_PREFIX, stack_name, region, rule=IAM_ROLE)
+    room = IAM_ROLE.max_length - len(EXECUTION_ROLE_NAME_PREFIX) - 2 - (MAX_REGION_LENGTH + 2)
+    return f"{EXECUTION_ROLE_NAME_PREFIX}-{physical_name(stack_name, rule=IAM_ROLE, max_length=room)}-{region}"
+
+
+#: A ``<base>`` starting with one of these could make a name start with a prefix S3 reserves (``xn--``, ``sthree-``,
+#: ``amzn-s3-demo-``): the base is followed by ``-``.
+_BASE_RESERVED = ("sthree", "amzn-s3-demo", "xn-")
+_CAPTURE_LONGEST_SUFFIX = "-capture-logs--"  # <base>-capture-logs-<account>-<region>, the longest capture name
+
+
+def capture_name_base_limit(account: str, region: str) -> int:
+    """The longest ``<base>`` such that every capture name built from it fits an S3 bucket name."""
+    account_len = ACCOUNT_LENGTH if is_deploy_time(account) else len(account)
+    region_len = MAX_REGION_LENGTH if is_deploy_time(region) else len(region)
+    return S3_BUCKET.max_length - len(_CAPTURE_LONGEST_SUFFIX) - account_len - region_len
+
+
+def capture_name_base(stack_name: str, account: str, region: str) -> str:
+    """``<base>`` of the capture names from the stack name: DNS-safe, never starting with a prefix S3 reserves,
+    shortened with a 6-hex digest to :func:`capture_name_base_limit`."""
+    base = dns_safe(stack_name, default="hyperpod")
+    if base.startswith(_BASE_RESERVED):
+        base = f"hp-{base}"
+    return physical_name(base, rule=S3_BUCKET, max_length=capture_name_base_limit(account, region), hash_length=6,
+                         trim_head=True)
+
+
+def capture_name_prefix_problem(prefix: str, account: str, region: str) -> str | None:
+    """Why a user-chosen ``<base>`` (``physical_name_prefix``) cannot make the capture names, or None."""
+    if not re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", prefix) or "--" in prefix:
+        return "must be lowercase letters, digits and single '-', starting and ending with a letter or digit"
+    if prefix.startswith(_BASE_RESERVED):
+        return "starts with a prefix S3 reserves"
+    limit = capture_name_base_limit(account, region)
+    if len(prefix) > limit:
+        return (f"at most {limit} characters here (bucket names are limited to 63 with the "
+                "'-capture-logs-<account>-<region>' suffix)")
+    return None
+
+
+def capture_bucket_name(base: str, account: str, region: str) -> str:
+    return physical_name(base, "capture", account, region, rule=S3_BUCKET)
+
+
+def capture_log_bucket_name(base: str, account: str, region: str) -> str:
+    return physical_name(base, "capture-logs", account, region, rule=S3_BUCKET)
+
+
+def capture_key_alias(base: str) -> str:
+    return "alias/" + physical_name(base, "data-capture", rule=KMS_ALIAS, max_length=KMS_ALIAS.max_length - 6)

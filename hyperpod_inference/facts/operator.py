@@ -1,0 +1,179 @@
+"""The HyperPod inference operator: its releases and the names it fixes (FACTS.md sections 0, 6 and 7).
+
+One table of releases (operator version, EKS add-on version, Helm chart version, image tags, the CRD fields each
+version adds) and the names the operator chooses itself (namespace, service accounts, managed policies, the TLS bucket
+prefix), plus the versions of the Helm charts and EKS add-ons the library installs beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from .versions import Version, version_key
+
+
+@dataclass(frozen=True)
+class OperatorRelease:
+    """One operator release as the library installs it."""
+
+    version: str
+    """The operator's version as the config names it (``operator.version``), e.g. ``v3.3``."""
+    addon_version: str
+    """The ``amazon-sagemaker-hyperpod-inference`` EKS add-on version that ships it."""
+    chart_version: str
+    """The ``hyperpod-inference-operator`` Helm chart version (reported as ``CHART_VERSION``)."""
+    app_version: str
+    """The chart's appVersion (reported as ``APP_VERSION``)."""
+    manager_image_tag: str
+    """Tag of the ``hyperpod-inference-operator`` image (the chart's ``image.tag``)."""
+    init_image_tag: str
+    """Tag of the ``hyperpod-inference-operator-init-container`` image (``image.initContainer.tag``)."""
+
+
+RELEASES: tuple[OperatorRelease, ...] = (
+    OperatorRelease(version="v3.2", addon_version="v1.3.0-eksbuild.1", chart_version="2.2.2", app_version="3.2",
+                    manager_image_tag="v3.2", init_image_tag="v1.0"),
+    OperatorRelease(version="v3.3", addon_version="v1.4.0-eksbuild.1", chart_version="2.3.0", app_version="3.3",
+                    manager_image_tag="v3.3", init_image_tag="v1.0"),
+)
+"""Releases the library can install, oldest first."""
+
+OPERATOR_VERSIONS: tuple[str, ...] = tuple(r.version for r in sorted(RELEASES, key=lambda r: version_key(r.version)))
+"""Operator versions the library supports (oldest first); the config's ``operator.version`` takes exactly these."""
+
+DEFAULT_OPERATOR_VERSION = "v3.3"
+
+RELEASES_BY_VERSION: Mapping[str, OperatorRelease] = MappingProxyType({r.version: r for r in RELEASES})
+
+#: CRD field (path under the custom resource, IEC v1 and JSM v1) -> the first operator version that has it. A field
+#: not listed is in every supported version. Checked against the CRDs of each version by a test.
+FIELDS_SINCE: Mapping[str, str] = MappingProxyType({
+    "spec.modelCacheConfig": "v3.3",
+    "spec.modelCacheConfig.weightsCache": "v3.3",
+    "spec.modelCacheConfig.weightsCache.enabled": "v3.3",
+    "spec.modelCacheConfig.weightsCache.hostPath": "v3.3",
+    "spec.modelCacheConfig.imageCache": "v3.3",
+    "spec.modelCacheConfig.imageCache.enabled": "v3.3",
+    "spec.loadBalancer.idleTimeoutSeconds": "v3.3",
+})
+
+
+def release(version: str) -> OperatorRelease:
+    """The release of ``version``; ValueError naming the supported versions for any other."""
+    try:
+        return RELEASES_BY_VERSION[version]
+    except (KeyError, TypeError):
+        raise ValueError(f"unsupported operator version {version!r}; supported: {', '.join(OPERATOR_VERSIONS)}") from None
+
+
+def has_field(version: str, field: str) -> bool:
+    """Whether the CRDs of operator ``version`` have ``field`` (e.g. ``spec.modelCacheConfig``)."""
+    since = FIELDS_SINCE.get(field)
+    return since is None or Version(version) >= Version(since)
+
+
+def field_since(field: str) -> str | None:
+    """The first supported operator version with ``field``; None when every supported version has it."""
+    return FIELDS_SINCE.get(field)
+
+
+# --- operator image registries (the chart's image.repositoryDomainMap: chart 2.2.2 for v3.2, 2.3.0 for v3.3) ----------
+
+#: region -> (ECR registry account, first operator version that publishes images there)
+REGISTRY_ACCOUNTS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "us-east-1": ("557690614651", "v3.2"),
+    "us-east-2": ("061051259071", "v3.2"),
+    "us-west-1": ("183295454132", "v3.2"),
+    "us-west-2": ("861276088053", "v3.2"),
+    "eu-north-1": ("850995554027", "v3.2"),
+    "eu-central-1": ("491085393763", "v3.2"),
+    "eu-west-1": ("537124951544", "v3.2"),
+    "eu-west-2": ("337909760000", "v3.2"),
+    "eu-south-2": ("025050981094", "v3.2"),
+    "ap-northeast-1": ("724772091842", "v3.2"),
+    "ap-southeast-1": ("474668384327", "v3.2"),
+    "ap-southeast-2": ("147997151819", "v3.2"),
+    "ap-southeast-3": ("158128612970", "v3.2"),
+    "ap-southeast-4": ("311141544681", "v3.2"),
+    "ap-south-1": ("522814713546", "v3.2"),
+    "ap-south-2": ("680458885894", "v3.3"),
+    "sa-east-1": ("495599735358", "v3.2"),
+})
+OPERATOR_REPOSITORY = "hyperpod-inference-operator"
+INIT_CONTAINER_REPOSITORY = "hyperpod-inference-operator-init-container"
+
+
+def image_regions(version: str) -> list[str]:
+    """Regions with an operator image registry for ``version``, sorted."""
+    release(version)
+    return sorted(r for r, (_, since) in REGISTRY_ACCOUNTS.items() if Version(since) <= Version(version))
+
+
+def image_region_problem(region: str, version: str) -> str | None:
+    """Why the operator ``version``'s images cannot be pulled in ``region`` (chart install), or None."""
+    supported = image_regions(version)
+    if region in supported:
+        return None
+    return f"the operator {version} image is not published in {region}; supported: {', '.join(supported)}"
+
+
+# --- names the operator fixes (FACTS.md sections 6 and 7) -----------------------------------------------------------
+
+#: The Helm chart's ``namePrefix`` and ``shortPrefix``.
+CHART_NAME_PREFIX = "hyperpod-inference-operator"
+CHART_SHORT_PREFIX = "hyperpod-inference"
+OPERATOR_NAMESPACE = f"{CHART_SHORT_PREFIX}-system"
+CHART_SERVICE_ACCOUNT = f"{CHART_NAME_PREFIX}-controller-manager"
+"""ServiceAccount of the Helm-chart / cdk8s-chart install (the execution role's IRSA ``sub`` in chart mode)."""
+ADDON_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
+"""ServiceAccount of the EKS add-on install (the execution role's IRSA ``sub`` in add-on mode)."""
+OPERATOR_ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
+
+#: The add-on refuses other role names, and the managed policy's iam:PassRole only covers this prefix.
+EXECUTION_ROLE_NAME_PREFIX = "SageMakerHyperPodInference"
+OPERATOR_MANAGED_POLICY = "AmazonSageMakerHyperPodInferenceAccess"
+GATED_MODEL_MANAGED_POLICY = "AmazonSageMakerHyperPodGatedModelAccess"
+#: The managed policy's S3 and KMS statements cover buckets named ``hyperpod-tls*``.
+TLS_BUCKET_PREFIX = "hyperpod-tls"
+#: Object tag the operator sets on (and requires of) the TLS objects it writes and reads.
+OPERATOR_OBJECT_TAG = ("CreatedBy", "HyperPodInference")
+#: The operator creates one service account per JumpStart endpoint, named with this prefix.
+GATED_MODEL_SERVICE_ACCOUNT_PREFIX = "hyperpod-inference-service-account"
+
+#: (namespace, name) of the dependencies' service accounts.
+ALB_CONTROLLER_SERVICE_ACCOUNT = (OPERATOR_NAMESPACE, "aws-load-balancer-controller")
+KEDA_SERVICE_ACCOUNT = (OPERATOR_NAMESPACE, "keda-operator")
+S3_CSI_SERVICE_ACCOUNT = ("kube-system", "s3-csi-driver-sa")
+
+#: EKS add-ons the operator add-on needs, at the minimum versions the setup guide names.
+DEPENDENCY_ADDON_VERSIONS: Mapping[str, str] = MappingProxyType({
+    "aws-mountpoint-s3-csi-driver": "v1.14.1-eksbuild.1",
+    "aws-fsx-csi-driver": "v1.6.0-eksbuild.1",
+    "metrics-server": "v0.7.2-eksbuild.4",
+    "cert-manager": "v1.18.2-eksbuild.2",
+})
+
+
+@dataclass(frozen=True)
+class HelmChartRef:
+    """A public Helm chart the library installs beside the operator (``install: chart``)."""
+
+    chart: str
+    repository: str
+    version: str
+    release: str
+
+
+#: The Helm chart's own subchart versions (Chart.yaml of chart 2.2.2) for the two it does not get as add-ons.
+ALB_CONTROLLER_CHART = HelmChartRef(chart="aws-load-balancer-controller", repository="https://aws.github.io/eks-charts",
+                                    version="1.13.2", release="aws-load-balancer-controller")
+KEDA_CHART = HelmChartRef(chart="keda", repository="https://kedacore.github.io/charts", version="2.17.1", release="keda")
+
+OPERATOR_ADDON_VERSIONS: Mapping[str, str] = MappingProxyType({r.version: r.addon_version for r in RELEASES})
+"""Operator version -> EKS add-on version (release notes)."""
+CHART_VERSIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {r.version: (r.chart_version, r.app_version) for r in RELEASES})
+"""Operator version -> (Helm chart version, appVersion)."""
+OPERATOR_IMAGE_TAGS: Mapping[str, str] = MappingProxyType({r.version: r.manager_image_tag for r in RELEASES})

@@ -1,0 +1,103 @@
+"""One naming function for every physical name: the existing names keep exactly the output they had, and every name
+fits its service's limit."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+
+from hyperpod_inference.facts import naming
+
+TOKEN_REGION = "${Token[AWS.Region.8]}"
+TOKEN_ACCOUNT = "${Token[AWS.AccountId.4]}"
+STACK_NAMES = ["HyperPodInference", "a", "My_Stack.Name", "x" * 40, "y" * 80, "Sthree-Stack", "amzn-s3-demo-app",
+               "xn--idn", "---", "Stack--With---Dashes-", "A" * 55 + "-" + "B" * 30, "p" * 47 + "-q" * 10]
+ENVS = [("111122223333", "us-west-2"), ("111122223333", "ap-southeast-1"), (TOKEN_ACCOUNT, TOKEN_REGION)]
+
+
+# --- the names as the library produced them before the naming layer (the reference) --------------------------------
+
+def _old_shorten(name: str, limit: int) -> str:
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: limit - 9]}-{digest}"
+
+
+def _old_role_name(stack_name: str, region: str) -> str:
+    if region != TOKEN_REGION:
+        return _old_shorten(f"SageMakerHyperPodInference-{stack_name}-{region}", 64)
+    room = 64 - len("SageMakerHyperPodInference") - 2 - 16
+    return f"SageMakerHyperPodInference-{_old_shorten(stack_name, room)}-{region}"
+
+
+def _old_capture_base(stack_name: str, account: str, region: str) -> str:
+    base = re.sub(r"[^a-z0-9-]+", "-", stack_name.lower())
+    base = re.sub(r"-{2,}", "-", base).strip("-") or "hyperpod"
+    if base.startswith(("sthree", "amzn-s3-demo", "xn-")):
+        base = f"hp-{base}"
+    account_len = 12 if account == TOKEN_ACCOUNT else len(account)
+    region_len = 14 if region == TOKEN_REGION else len(region)
+    limit = 63 - len("-capture-logs--") - account_len - region_len
+    if len(base) > limit:
+        digest = hashlib.sha256(base.encode()).hexdigest()[:6]
+        base = f"{base[:limit - 7].rstrip('-')}-{digest}"
+    return base
+
+
+@pytest.mark.parametrize("stack_name", STACK_NAMES)
+@pytest.mark.parametrize(("account", "region"), ENVS)
+def test_existing_names_are_produced_exactly_as_before(stack_name, account, region):
+    # GIVEN a stack name and an environment (literal or deploy-time)
+    # WHEN the naming layer names the stack's resources
+    base = naming.capture_name_base(stack_name, account, region)
+    # THEN every name is exactly what the library chose before
+    assert naming.execution_role_name(stack_name, region) == _old_role_name(stack_name, region)
+    assert base == _old_capture_base(stack_name, account, region)
+    assert naming.capture_bucket_name(base, account, region) == f"{base}-capture-{account}-{region}"
+    assert naming.capture_log_bucket_name(base, account, region) == f"{base}-capture-logs-{account}-{region}"
+    assert naming.capture_key_alias(base) == f"alias/{base}-data-capture"
+    assert naming.tls_bucket_name(account, region) == f"hyperpod-tls-{account}-{region}"
+
+
+@pytest.mark.parametrize("stack_name", STACK_NAMES)
+def test_literal_names_fit_their_services_limits(stack_name):
+    account, region = "111122223333", "ap-southeast-1"
+    base = naming.capture_name_base(stack_name, account, region)
+    assert len(naming.execution_role_name(stack_name, region)) <= naming.IAM_ROLE.max_length
+    for name in (naming.capture_bucket_name(base, account, region), naming.capture_log_bucket_name(base, account, region)):
+        assert naming.S3_BUCKET.problem(name) is None, name
+
+
+def test_a_shortened_name_keeps_its_head_and_ends_in_a_hash_of_the_whole_name():
+    # GIVEN two long names that share their head
+    a = naming.physical_name("x" * 70, "a", rule=naming.LAMBDA_FUNCTION)
+    b = naming.physical_name("x" * 70, "b", rule=naming.LAMBDA_FUNCTION)
+    # THEN both fit, both keep the head, and they differ by the hash
+    assert len(a) == len(b) == 64 and a.startswith("x" * 55) and a != b
+    assert a.endswith(hashlib.sha256(("x" * 70 + "-a").encode()).hexdigest()[:8])
+
+
+@pytest.mark.parametrize(("rule", "limit"), [(naming.S3_BUCKET, 63), (naming.IAM_ROLE, 64), (naming.KMS_ALIAS, 256),
+                                             (naming.LAMBDA_FUNCTION, 64), (naming.ATHENA_WORKGROUP, 128),
+                                             (naming.GLUE_DATABASE, 255), (naming.K8S_LABEL, 63),
+                                             (naming.K8S_SUBDOMAIN, 253)])
+def test_each_service_limit_is_enforced(rule, limit):
+    assert rule.max_length == limit
+    assert len(naming.physical_name("a" * (limit + 50), rule=rule)) == limit
+
+
+def test_characters_a_service_refuses_are_an_error_naming_the_service():
+    with pytest.raises(ValueError, match="S3 bucket"):
+        naming.physical_name("My_Bucket", rule=naming.S3_BUCKET)
+    with pytest.raises(ValueError, match="Glue database"):
+        naming.physical_name("my-db", rule=naming.GLUE_DATABASE)
+
+
+def test_a_user_prefix_that_cannot_make_the_capture_names_is_refused():
+    assert naming.capture_name_prefix_problem("team-a", "111122223333", "us-west-2") is None
+    assert "single '-'" in naming.capture_name_prefix_problem("team--a", "111122223333", "us-west-2")
+    assert "reserves" in naming.capture_name_prefix_problem("sthree-x", "111122223333", "us-west-2")
+    assert "at most 27" in naming.capture_name_prefix_problem("a" * 30, "111122223333", "us-west-2")
