@@ -64,7 +64,6 @@ ABSOLUTE_PATH = r"^/[^\0]*$"
 JUMPSTART_MODEL_ID = r"^[a-zA-Z0-9][a-zA-Z0-9._-]*$"
 
 CLUSTER_ARN_RE = re.compile(HYPERPOD_CLUSTER_ARN)
-ROLE_NAME_RE = re.compile(IAM_ROLE_NAME)
 IAM_ROLE_ARN_RE = re.compile(IAM_ROLE_ARN)
 OIDC_RE = re.compile(OIDC_PROVIDER_ARN)
 KMS_KEY_ARN_RE = re.compile(KMS_KEY_ARN)
@@ -73,7 +72,6 @@ ACM_ARN_RE = re.compile(ACM_ARN_CRD)
 
 # Names the stack never creates as "owned" namespaces: system namespaces that exist on every cluster.
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", "hyperpod-inference-system"})
-
 
 
 # Readable names for patterns in error messages ("must be <description>").

@@ -38,7 +38,10 @@ class Version:
         return None
 
     def __eq__(self, other: object) -> bool:
-        o = self._of(other)
+        try:
+            o = self._of(other)
+        except ValueError:  # a string that is no version is simply not equal
+            return False
         return NotImplemented if o is None else self._key == o._key
 
     def __lt__(self, other: object) -> bool:

@@ -106,3 +106,9 @@ def test_the_config_takes_exactly_the_operator_versions_of_the_release_table():
     version = schema["$defs"]["Operator"]["properties"]["version"]
     assert tuple(version["enum"]) == operator.OPERATOR_VERSIONS
     assert version["default"] == operator.DEFAULT_OPERATOR_VERSION
+
+
+def test_a_version_equals_no_string_that_is_not_a_version():
+    assert Version("v3.3") != "latest"
+    with pytest.raises(ValueError, match="not a version"):
+        assert Version("v3.3") < "latest"
