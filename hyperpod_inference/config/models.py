@@ -21,7 +21,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from . import rules
+from ..facts import safety as safety_rules
+from . import rules, safety
 
 Loc = tuple[str | int, ...]
 
@@ -40,6 +41,20 @@ def _err(loc: Loc, message: str, value: Any = None) -> InitErrorDetails:
 def _raise_all(model: type[BaseModel], errors: list[InitErrorDetails]) -> None:
     if errors:
         raise ValidationError.from_exception_data(model.__name__, errors)
+
+
+def _literal_prefix(prefix: Any) -> Any:
+    problem = safety_rules.s3_prefix_problem(prefix) if isinstance(prefix, str) else None
+    if problem:
+        raise PydanticCustomError("prefix", problem)
+    return prefix
+
+
+def _safe_host_path(path: str | None) -> str | None:
+    problem = None if path is None else safety_rules.host_path_problem(path)
+    if problem:
+        raise PydanticCustomError("host_path", problem)
+    return path
 
 
 DnsLabel = Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)]
@@ -134,6 +149,8 @@ class Capture(Strict):
     retention_days: Annotated[int, Field(ge=1, le=36500)] = 365
     kms: str = "create"
 
+    _literal_prefix = field_validator("prefix", mode="before")(_literal_prefix)
+
     @field_validator("kms")
     @classmethod
     def _kms(cls, v: str) -> str:
@@ -200,11 +217,21 @@ class S3Source(Strict):
     region: Annotated[str, StringConstraints(pattern=rules.REGION)] | None = None
     kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None
 
+    _literal_prefix = field_validator("prefix", mode="before")(_literal_prefix)
+
+    @property
+    def folder_prefix(self) -> str:
+        """The prefix as a folder (ends in ``/``; empty = the whole bucket): what IAM grants and the agent lists.
+        ``modelLocation`` keeps :attr:`prefix` as written."""
+        return safety_rules.s3_folder_prefix(self.prefix)
+
 
 class FsxSource(Strict):
     file_system_id: Annotated[str, StringConstraints(pattern=rules.FSX_ID)]
     path: AbsolutePath = "/"
     node_path: AbsolutePath | None = None  # where the file system is mounted on the nodes (daemonset cache source)
+
+    _safe_node_path = field_validator("node_path")(_safe_host_path)
 
 
 class JumpStartSource(Strict):
@@ -238,6 +265,8 @@ class WeightCache(Strict):
     volume_name: DnsLabel = "nvme-model"
     agent_image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
     min_free_percent: Annotated[int, Field(ge=0, le=90)] = 10
+
+    _safe_host_path = field_validator("host_path")(_safe_host_path)
 
     @field_validator("volume_name")
     @classmethod
@@ -368,6 +397,7 @@ class Endpoint(Strict):
         e: list[InitErrorDetails] = []
         jsm = self.kind == "JumpStartModel"
         source = self.model.kind
+        e += [_err(loc, msg) for loc, msg in safety.token_shaped_values(self)]
         if jsm and source != "jumpstart":
             e.append(_err(("model", source), "kind: JumpStartModel takes only a jumpstart source"))
         if not jsm and source == "jumpstart":
