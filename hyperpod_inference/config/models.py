@@ -349,10 +349,26 @@ class DataCapture(Strict):
 
 
 class Verify(Strict):
-    payload: str | None = None
+    """The post-deploy check. ``payload``: a string sent as given, or a YAML mapping or list sent as JSON (JSON content
+    types only); None = the runtime's default. ``showResponse``: also report the answer's first bytes."""
+
+    payload: str | dict[str, Any] | list[Any] | None = None
     content_type: ContentType = "application/json"
     fail_deployment: bool = False
+    show_response: bool = False
     timeout_minutes: Annotated[int, Field(ge=5, le=60)] = 60
+
+    @model_validator(mode="after")
+    def _json_payload(self) -> Verify:
+        if self.payload is not None and not isinstance(self.payload, str) and not safety.is_json_content_type(
+                self.content_type):
+            _raise_all(type(self), [_err(("payload",), f"a mapping or list is sent as JSON and needs a JSON content "
+                                         f"type (contentType is {self.content_type}); give a string otherwise")])
+        return self
+
+    def body(self, default: str | None = None) -> str | None:
+        """The request body as sent: the string, the mapping or list as compact JSON, or ``default``."""
+        return safety.payload_text(self.payload) if self.payload is not None else default
 
 
 class Resources(Strict):

@@ -3,14 +3,17 @@ the model) and the warnings registered in :mod:`.warnings` (stable IDs)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..facts import safety
 from .warnings import ConfigWarning, config_rule, endpoint_rule
 
 if TYPE_CHECKING:
     from .models import Endpoint, HyperPodConfig
+
+is_json_content_type = safety.is_json_content_type
 
 Problem = tuple[tuple[str | int, ...], str]
 
@@ -31,6 +34,11 @@ def token_shaped_values(endpoint: Endpoint) -> list[Problem]:
         if safety.looks_like_hf_token(arg):
             problems.append((("args", i), message))
     return problems
+
+
+def payload_text(payload: str | dict[str, Any] | list[Any]) -> str:
+    """A verify payload as sent: a string as given, a mapping or list as compact JSON."""
+    return payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------------------------------------- warnings

@@ -80,3 +80,10 @@ HF_TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])
 
 def looks_like_hf_token(value: str) -> bool:
     return HF_TOKEN_SHAPE.search(value) is not None
+
+
+# --- content types ------------------------------------------------------------------------------------------------
+def is_json_content_type(content_type: str) -> bool:
+    """``application/json`` or any ``<type>/<subtype>+json`` (parameters after ``;`` ignored)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")

@@ -149,3 +149,25 @@ def test_a_secret_arn_that_looks_complete_is_warned_as_assumed(name, warned):
     # THEN only the complete-looking ARN is warned (it is granted exactly; a partial ARN gets -??????)
     ids = [w.id for w in endpoint_warnings(endpoint)]
     assert ("secretArnSuffixAssumed" in ids) is warned
+
+
+# --- item 13: verify.payload ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("payload, body", [
+    ({"inputs": "Hi", "parameters": {"max_new_tokens": 8}}, '{"inputs":"Hi","parameters":{"max_new_tokens":8}}'),
+    ([{"role": "user", "content": "Hi"}], '[{"role":"user","content":"Hi"}]'),
+    ('{"inputs": "Hi"}', '{"inputs": "Hi"}'),
+])
+def test_verify_payload_may_be_a_mapping_a_list_or_a_string(payload, body):
+    # GIVEN a verify payload written as YAML structure or as a string
+    cfg = parse_config(config_with(verify={"payload": payload}))
+    # THEN it validates and the body sent is JSON for a mapping or list, the string as given
+    assert cfg.endpoints[0].verify.body() == body
+
+
+def test_a_mapping_payload_needs_a_json_content_type():
+    message = problems_of(config_with(verify={"payload": {"a": 1}, "contentType": "text/csv"}))
+    assert "endpoints[0].verify.payload: a mapping or list is sent as JSON and needs a JSON content type" in message
+
+
+def test_show_response_defaults_to_off():
+    assert parse_config(DEFAULT).endpoints[0].verify.show_response is False
