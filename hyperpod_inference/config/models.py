@@ -107,6 +107,8 @@ class Operator(Strict):
     keda_role_arn: RoleArn | None = None
     s3_csi_driver_role_arn: RoleArn | None = None
     execution_role_arn: RoleArn | None = None  # install: existing: the operator's role (feature policies attach to it)
+    # sagemaker.amazonaws.com trusts require aws:SourceAccount = env.account (false drops the condition)
+    sagemaker_source_account: bool = True
 
     @model_validator(mode="after")
     def _install_rules(self) -> Operator:

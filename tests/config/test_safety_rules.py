@@ -171,3 +171,10 @@ def test_a_mapping_payload_needs_a_json_content_type():
 
 def test_show_response_defaults_to_off():
     assert parse_config(DEFAULT).endpoints[0].verify.show_response is False
+
+
+def test_the_sagemaker_source_account_condition_is_on_by_default_and_can_be_switched_off():
+    assert parse_config(DEFAULT).operator.sagemaker_source_account is True
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["operator"]["sagemakerSourceAccount"] = False
+    assert parse_config(cfg).operator.sagemaker_source_account is False
