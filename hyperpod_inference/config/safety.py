@@ -3,7 +3,6 @@ the model) and the warnings registered in :mod:`.warnings` (stable IDs)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,7 @@ def token_shaped_values(endpoint: Endpoint) -> list[Problem]:
 
 def payload_text(payload: str | dict[str, Any] | list[Any]) -> str:
     """A verify payload as sent: a string as given, a mapping or list as compact JSON."""
-    return payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return safety.json_body(payload)
 
 
 # --------------------------------------------------------------------------------------------------------- warnings

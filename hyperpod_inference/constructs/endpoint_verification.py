@@ -14,7 +14,6 @@ lists exactly the endpoints verified through it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
 from ..config import rules
-from ..facts.safety import is_json_content_type
+from ..facts.safety import is_json_content_type, json_body
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambda" / "verify_endpoint"
 RESOURCE_TYPE = "Custom::SageMakerEndpointVerification"
@@ -306,7 +305,7 @@ def payload_text(payload: Any, content_type: str) -> str:
         if not Token.is_unresolved(content_type) and not is_json_content_type(content_type):
             raise ValueError(f"EndpointVerification: payload: a mapping or list is sent as JSON and needs a JSON "
                              f"content type (got {content_type!r}); give a string for other content types")
-        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        return json_body(payload)
     raise ValueError(f"EndpointVerification: payload: must be a string, a mapping or a list (got {type(payload).__name__})")
 
 

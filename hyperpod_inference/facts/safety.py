@@ -3,7 +3,9 @@ ARNs, token-shaped values. Standard library only; the config validators and the 
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 # --- S3 prefixes --------------------------------------------------------------------------------------------------
 #: IAM reads these as wildcards in a resource ARN and in ``StringLike`` conditions.
@@ -87,3 +89,8 @@ def is_json_content_type(content_type: str) -> bool:
     """``application/json`` or any ``<type>/<subtype>+json`` (parameters after ``;`` ignored)."""
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
+
+
+def json_body(payload: Any) -> str:
+    """A request body as sent: a string as given, anything else (a mapping or list) as compact JSON."""
+    return payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
