@@ -24,10 +24,10 @@ from aws_cdk import aws_route53 as route53
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct, IValidation
 
+from . import outputs as commands
 from .charts.endpoint import EndpointChart, EndpointWiring, add_objects
 from .charts.hf_token import external_secret_objects, token_names, token_secret_ref
 from .charts.nvme_cache import NvmeAgentCode, NvmeCache, NvmeCachePlan, model_reader_service_account
-from .charts.runtimes import PRESETS
 from .config.loader import ConfigError, parse_config
 from .config.models import Endpoint, HyperPodConfig
 from .config.warnings import config_warnings, endpoint_warnings
@@ -332,11 +332,10 @@ class HyperPodInference(Construct):
     def _verify(self, scope: Construct, ep: Endpoint, unit: ManifestUnit) -> EndpointVerification | None:
         if ep.verify is None or ep.sagemaker_endpoint_name is None:
             return None
-        preset = PRESETS.get(ep.effective_runtime or "")
-        payload = ep.verify.payload or (preset.default_payload if preset else '{"inputs": "Hello"}')
         check = EndpointVerification(
-            scope, f"Verify{pascal(unit.name)}", endpoint_name=ep.sagemaker_endpoint_name, payload=payload,
-            content_type=ep.verify.content_type, fail_deployment=ep.verify.fail_deployment,
+            scope, f"Verify{pascal(unit.name)}", endpoint_name=ep.sagemaker_endpoint_name,
+            payload=commands.default_payload(ep), content_type=ep.verify.content_type,
+            fail_deployment=ep.verify.fail_deployment, show_response=ep.verify.show_response,
             timeout=cdk.Duration.minutes(ep.verify.timeout_minutes))
         if unit.resource is not None:
             check.node.add_dependency(unit.resource)
@@ -371,28 +370,11 @@ class HyperPodInference(Construct):
                      ) -> tuple[str, list[cdk.CfnOutput]]:
         key = f"{pascal(ep.namespace)}{pascal(ep.name)}"
         outs: list[cdk.CfnOutput] = []
-        kind = ep.kind.lower()
-        status = (f"kubectl describe {kind} {ep.name} -n {ep.namespace} ; "
-                  f"kubectl get events -n {ep.namespace} --field-selector involvedObject.name={ep.name}")
-        if ep.domain_name:
-            status += (f" ; kubectl get {kind} {ep.name} -n {ep.namespace} "
-                       "-o jsonpath='{.status.dnsStatus}{\"\\n\"}{.status.tlsCertificate}'")
-        outs.append(cdk.CfnOutput(scope, f"{key}Status", value=status, description=(
+        outs.append(cdk.CfnOutput(scope, f"{key}Status", value=commands.status_command(ep), description=(
             f"{ep.namespace}/{ep.name}: deployment status, events (and DNS/TLS status)")))
-        calls = []
-        if ep.domain_name:
-            calls.append(f"https://{ep.domain_name}/")
-        if ep.sagemaker_endpoint_name:
-            preset = PRESETS.get(ep.effective_runtime or "")
-            payload = (ep.verify.payload if ep.verify and ep.verify.payload else
-                       preset.default_payload if preset else '{"inputs": "Hello"}')
-            content_type = ep.verify.content_type if ep.verify else "application/json"
-            calls.append(
-                f"aws sagemaker-runtime invoke-endpoint --endpoint-name {ep.sagemaker_endpoint_name} "
-                f"--content-type {content_type} --body '{payload}' --region {self.region} "
-                "--cli-binary-format raw-in-base64-out /dev/stdout")
-        if calls:
-            outs.append(cdk.CfnOutput(scope, f"{key}Invoke", value=" ; ".join(calls),
+        invoke = commands.invoke_output(ep, region=self.region)
+        if invoke:
+            outs.append(cdk.CfnOutput(scope, f"{key}Invoke", value=invoke,
                                       description=f"{ep.namespace}/{ep.name}: URL and invoke command"))
         if added.verification is not None:
             outs.append(cdk.CfnOutput(scope, f"{key}Verification", value=added.verification.summary,
@@ -406,7 +388,7 @@ class HyperPodInference(Construct):
         cdk.CfnOutput(self, "CapturePrefixes", description=(
             "Where each tier writes; <hash> is computed by the operator per deployment (cluster ARN, namespace, "
             "kind, name)"), value=" ; ".join(f"{tier}: {uri}" for tier, uri in prefixes.items())
-            + f" ; list: aws s3 ls {capture.s3_uri}/ --recursive")
+            + f" ; list: {commands.capture_list_command(capture.s3_uri)}")
         owner_bucket = capture.owner_bucket_policy_statements()
         if owner_bucket:
             cdk.CfnOutput(self, "CaptureBucketPolicyToAdd", value=self.stack.to_json_string(owner_bucket),

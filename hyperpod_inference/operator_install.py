@@ -66,12 +66,13 @@ class OperatorInstall:
             return
         cluster_name = config.cluster.eks_cluster_name or cluster.cluster_name  # type: ignore[union-attr]
         self.execution_role = OperatorExecutionRole(scope, "ExecutionRole", oidc_provider_arn=oidc_provider_arn,
-                                                    install_mode=op.install)
+                                                    install_mode=op.install,
+                                                    sagemaker_source_account=op.sagemaker_source_account)
         roles = OperatorDependencyRoles(
             scope, "DependencyRoles", oidc_provider_arn=oidc_provider_arn,
             namespaces_for_gated=lambda: gated_namespaces(endpoints),
             alb_role_arn=op.alb_controller_role_arn, keda_role_arn=op.keda_role_arn,
-            s3_csi_role_arn=op.s3_csi_driver_role_arn)
+            s3_csi_role_arn=op.s3_csi_driver_role_arn, sagemaker_source_account=op.sagemaker_source_account)
         self.dependency_roles = roles
         self.s3_csi_role = roles.s3_csi_role
         deps: list[Construct] = []

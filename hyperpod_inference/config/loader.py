@@ -11,6 +11,13 @@ from pydantic import ValidationError
 from ..facts.rules import PATTERN_DESCRIPTIONS
 from .models import HyperPodConfig
 
+#: The loader refuses a config file larger than this (bytes).
+MAX_FILE_BYTES = 1024 * 1024
+#: ... with more alias references (``*name``) than this.
+MAX_ALIASES = 100
+#: ... or more YAML nodes than this once every alias is expanded (what validation would walk).
+MAX_NODES = 100_000
+
 
 class ConfigError(ValueError):
     """Every problem of a config, each as ``<path>: <message>``; nothing is synthesized when raised."""
@@ -55,20 +62,116 @@ def parse_config(data: Any, source: str = "<config>", *, cluster_object: bool = 
         raise ConfigError(source, _problems(err)) from None
 
 
-def load_config(path: str | Path, *, cluster_object: bool = False) -> HyperPodConfig:
-    """Read and validate a config file (``cluster_object``: see :func:`parse_config`)."""
-    path = Path(path)
+class _LimitExceeded(yaml.MarkedYAMLError):
+    """A config the loader refuses although it is valid YAML: duplicate keys, too many aliases or nodes."""
+
+
+class _ConfigYamlLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader that refuses duplicate keys and counts alias references while composing."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.alias_count = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self.alias_count += 1
+            if self.alias_count > MAX_ALIASES:
+                event = self.peek_event()
+                raise _LimitExceeded(problem=f"more than {MAX_ALIASES} aliases (*name); the loader refuses it",
+                                     problem_mark=event.start_mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # merged keys may be overridden: that is what a merge is for
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: SafeConstructor reports it
+                continue
+            if first is not None:
+                raise _LimitExceeded(
+                    problem=f"duplicate key {key!r} (first at line {first.start_mark.line + 1}); YAML would keep only "
+                            "the last one", problem_mark=key_node.start_mark)
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """How many nodes the document has with every alias expanded; stops counting past MAX_NODES."""
+    sizes: dict[int, int] = {}
+    in_progress: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if id(node) in in_progress:
+            raise _LimitExceeded(problem="an alias refers to the node that contains it (a recursive structure)",
+                                 problem_mark=node.start_mark)
+        in_progress.add(id(node))
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            children: list[yaml.Node] = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = []
+        for child in children:
+            total += size(child)
+            if total > MAX_NODES:
+                break
+        in_progress.discard(id(node))
+        sizes[id(node)] = total
+        return total
+
+    return size(root)
+
+
+def load_yaml_text(text: str, source: str = "<config>") -> Any:
+    """Parse one YAML document of a config: PyYAML's safe loader, plus the loader's refusals (duplicate keys, more
+    than MAX_ALIASES aliases, more than MAX_NODES nodes after alias expansion), each a ConfigError with its line."""
+    loader = _ConfigYamlLoader(text)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(str(path), [("<file>", f"cannot read: {err.strerror}")]) from None
-    try:
-        data = yaml.safe_load(text)
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        if _expanded_size(root) > MAX_NODES:
+            raise ConfigError(source, [("<file>", f"more than {MAX_NODES} YAML nodes once aliases are expanded; "
+                                        "the loader refuses it")])
+        return loader.construct_document(root)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<file>"
-        raise ConfigError(str(path), [(where, f"not valid YAML: {getattr(err, 'problem', err)}")]) from None
-    return parse_config(data, str(path), cluster_object=cluster_object)
+        problem = getattr(err, "problem", None) or str(err)
+        what = "refused" if isinstance(err, _LimitExceeded) else "not valid YAML"
+        raise ConfigError(source, [(where, f"{what}: {problem}")]) from None
+    finally:
+        loader.dispose()
+
+
+def load_config(path: str | Path, *, cluster_object: bool = False) -> HyperPodConfig:
+    """Read and validate a config file (UTF-8, at most MAX_FILE_BYTES; ``cluster_object``: see
+    :func:`parse_config`)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise ConfigError(str(path), [("<file>", f"cannot read: {err.strerror}")]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(str(path), [("<file>", f"larger than {MAX_FILE_BYTES} bytes (1 MiB); the loader refuses "
+                                       "it")])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise ConfigError(str(path), [(f"line {line}", f"not UTF-8: byte 0x{raw[err.start]:02x} at offset "
+                                       f"{err.start}; save the file as UTF-8")]) from None
+    return parse_config(load_yaml_text(text, str(path)), str(path), cluster_object=cluster_object)
 
 
 def config_json_schema() -> dict[str, Any]:

@@ -26,7 +26,9 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ..facts import operator as operator_facts
 from ..facts import rules
+from ..facts import safety as safety_rules
 from ..facts.runtimes import PRESETS, dlc_registry_problem
+from . import safety
 
 Loc = tuple[str | int, ...]
 
@@ -57,6 +59,20 @@ def _rule(check: Callable[[str], str | None]) -> AfterValidator:
         return value
 
     return AfterValidator(validate)
+
+
+def _literal_prefix(prefix: Any) -> Any:
+    problem = safety_rules.s3_prefix_problem(prefix) if isinstance(prefix, str) else None
+    if problem:
+        raise PydanticCustomError("prefix", problem)
+    return prefix
+
+
+def _safe_host_path(path: str | None) -> str | None:
+    problem = None if path is None else safety_rules.host_path_problem(path)
+    if problem:
+        raise PydanticCustomError("host_path", problem)
+    return path
 
 
 DnsLabel = Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)]
@@ -112,6 +128,8 @@ class Operator(Strict):
     keda_role_arn: RoleArn | None = None
     s3_csi_driver_role_arn: RoleArn | None = None
     execution_role_arn: RoleArn | None = None  # install: existing: the operator's role (feature policies attach to it)
+    # sagemaker.amazonaws.com trusts require aws:SourceAccount = env.account (false drops the condition)
+    sagemaker_source_account: bool = True
 
     @model_validator(mode="after")
     def _install_rules(self) -> Operator:
@@ -154,6 +172,8 @@ class Capture(Strict):
     prefix: Annotated[str, StringConstraints(pattern=rules.CAPTURE_PREFIX, max_length=rules.CAPTURE_PREFIX_MAX)] = "data-capture"
     retention_days: Annotated[int, Field(ge=1, le=36500)] = 365
     kms: str = "create"
+
+    _literal_prefix = field_validator("prefix", mode="before")(_literal_prefix)
 
     @field_validator("kms")
     @classmethod
@@ -221,11 +241,21 @@ class S3Source(Strict):
     region: Annotated[str, StringConstraints(pattern=rules.REGION)] | None = None
     kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None
 
+    _literal_prefix = field_validator("prefix", mode="before")(_literal_prefix)
+
+    @property
+    def folder_prefix(self) -> str:
+        """The prefix as a folder (ends in ``/``; empty = the whole bucket): what IAM grants and the agent lists.
+        ``modelLocation`` keeps :attr:`prefix` as written."""
+        return safety_rules.s3_folder_prefix(self.prefix)
+
 
 class FsxSource(Strict):
     file_system_id: Annotated[str, StringConstraints(pattern=rules.FSX_ID)]
     path: AbsolutePath = "/"
     node_path: AbsolutePath | None = None  # where the file system is mounted on the nodes (daemonset cache source)
+
+    _safe_node_path = field_validator("node_path")(_safe_host_path)
 
 
 class JumpStartSource(Strict):
@@ -259,6 +289,8 @@ class WeightCache(Strict):
     volume_name: DnsLabel = "nvme-model"
     agent_image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
     min_free_percent: Annotated[int, Field(ge=0, le=90)] = 10
+
+    _safe_host_path = field_validator("host_path")(_safe_host_path)
 
     @field_validator("volume_name")
     @classmethod
@@ -341,10 +373,26 @@ class DataCapture(Strict):
 
 
 class Verify(Strict):
-    payload: str | None = None
+    """The post-deploy check. ``payload``: a string sent as given, or a YAML mapping or list sent as JSON (JSON content
+    types only); None = the runtime's default. ``showResponse``: also report the answer's first bytes."""
+
+    payload: str | dict[str, Any] | list[Any] | None = None
     content_type: ContentType = "application/json"
     fail_deployment: bool = False
+    show_response: bool = False
     timeout_minutes: Annotated[int, Field(ge=5, le=60)] = 60
+
+    @model_validator(mode="after")
+    def _json_payload(self) -> Verify:
+        if self.payload is not None and not isinstance(self.payload, str) and not safety.is_json_content_type(
+                self.content_type):
+            _raise_all(type(self), [_err(("payload",), f"a mapping or list is sent as JSON and needs a JSON content "
+                                         f"type (contentType is {self.content_type}); give a string otherwise")])
+        return self
+
+    def body(self, default: str | None = None) -> str | None:
+        """The request body as sent: the string, the mapping or list as compact JSON, or ``default``."""
+        return safety.payload_text(self.payload) if self.payload is not None else default
 
 
 class Resources(Strict):
@@ -390,6 +438,7 @@ class Endpoint(Strict):
         e: list[InitErrorDetails] = []
         jsm = self.kind == "JumpStartModel"
         source = self.model.kind
+        e += [_err(loc, msg) for loc, msg in safety.token_shaped_values(self)]
         if jsm and source != "jumpstart":
             e.append(_err(("model", source), "kind: JumpStartModel takes only a jumpstart source"))
         if not jsm and source == "jumpstart":

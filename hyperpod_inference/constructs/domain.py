@@ -5,8 +5,8 @@ The inference operator attaches the certificate to the endpoint's ALB and writes
 certificate (created or imported) and grants the operator's execution role exactly what it needs on them:
 
 - ``grant_certificate_read``: ``acm:DescribeCertificate`` / ``acm:GetCertificate`` on this one certificate;
-- ``grant_dns_management``: read the zone, and change only A and TXT records named after an endpoint domain name
-  (or below it) in this one zone.
+- ``grant_dns_management``: read the zone, and change only A and TXT records named exactly an endpoint domain name
+  in this one zone (never a name below it: ``*.<name>`` would reach every record under an apex name).
 
 A created hosted zone is retained on delete: ACM's DNS validation records stay in it, and a non-empty zone cannot be
 deleted. A created zone is only reachable once its parent zone delegates to it (NS records); until then ACM cannot
@@ -169,8 +169,9 @@ class CustomDomain(Construct):
         """What the operator needs to manage the endpoints' records in this zone, and no more.
 
         Read the zone (``route53:GetHostedZone``, ``route53:ListResourceRecordSets``), and
-        ``route53:ChangeResourceRecordSets`` only when every changed record is of type A or TXT and is named after
-        an endpoint domain name or a name below it (the operator's TXT ownership record name is not documented).
+        ``route53:ChangeResourceRecordSets`` only when every changed record is of type A or TXT and is named exactly
+        an endpoint domain name (``StringEquals``; no ``*.<name>``). The operator's TXT ownership record name is not
+        documented: if it sits elsewhere, the change is denied and the endpoint's DNS status shows Error.
         Route 53 compares normalized names: lowercase, no trailing dot, which the validated names already are.
         """
         zone_arn = self.hosted_zone_arn
@@ -179,21 +180,14 @@ class CustomDomain(Construct):
             actions=["route53:GetHostedZone", "route53:ListResourceRecordSets"],
             resource_arns=[zone_arn],
         )
-        def record_names() -> list[str]:
-            names: list[str] = []
-            for name in self.domain_names:
-                names += [name, f"*.{name}"]
-            return names
-
+        record_names = lazy(lambda: list(dict.fromkeys(self.domain_names)))
         change = iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["route53:ChangeResourceRecordSets"],
             resource_arns=[zone_arn],
             conditions={
-                "ForAllValues:StringLike": {
-                    "route53:ChangeResourceRecordSetsNormalizedRecordNames": lazy(record_names),
-                },
                 "ForAllValues:StringEquals": {
+                    "route53:ChangeResourceRecordSetsNormalizedRecordNames": record_names,
                     "route53:ChangeResourceRecordSetsRecordTypes": list(OPERATOR_RECORD_TYPES),
                 },
             },

@@ -14,7 +14,9 @@ lists exactly the endpoints verified through it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Acknowledgment, Annotations, CustomResource, Duration, RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_iam as iam
@@ -24,6 +26,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
 from ..facts import rules
+from ..facts.safety import is_json_content_type, json_body
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambda" / "verify_endpoint"
 RESOURCE_TYPE = "Custom::SageMakerEndpointVerification"
@@ -37,6 +40,9 @@ _MAX_TIMEOUT = Duration.minutes(60)
 _MIN_QUERY_INTERVAL = Duration.seconds(5)
 _MAX_QUERY_INTERVAL = Duration.minutes(5)
 _LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+#: Each handler's timeout. The handler sizes its SageMaker clients' timeouts so one poll ends 5 s before it
+#: (FUNCTION_TIMEOUT_SECONDS in the handler, which tests hold equal to this).
+HANDLER_TIMEOUT = Duration.seconds(60)
 
 #: cdk-nag AwsSolutions rule IDs acknowledged on what ``custom_resources.Provider`` creates and this construct cannot
 #: configure: its three framework functions' roles and its waiter state machine. Each acknowledgment sits on the
@@ -188,7 +194,7 @@ class EndpointVerificationProvider(Construct):
             handler=handler,
             code=code,
             memory_size=128,
-            timeout=Duration.seconds(30),
+            timeout=HANDLER_TIMEOUT,
             role=role,
             log_group=log_group,
             description="Post-deploy verification of a SageMaker endpoint (custom_resources.Provider handler)",
@@ -200,8 +206,11 @@ class EndpointVerification(Construct):
     """Wait for a SageMaker endpoint to be ``InService`` after deployment and check that it answers ``payload``.
 
     :param endpoint_name: the SageMaker endpoint name (``spec.endpointName`` of the operator's custom resource)
-    :param payload: the request body sent to ``InvokeEndpoint`` (a string; stored in the template, so no secrets)
+    :param payload: the request body sent to ``InvokeEndpoint``: a string, or a mapping or list serialized to JSON
+        (only with a JSON content type). Stored in the template, so no secrets
     :param content_type: the request's content type. Default ``application/json``
+    :param show_response: report the first bytes of the model's answer in :attr:`summary`'s resource data and the
+        handler's logs. Default ``False``: only status, latency and byte count (the answer may hold user data)
     :param fail_deployment: fail the deployment when the verification fails or times out. Default ``False``: the
         outcome is reported in :attr:`status` / :attr:`summary` and the deployment continues
     :param timeout: how long to wait for the endpoint (5-60 minutes, a multiple of ``query_interval``). Default 60
@@ -220,14 +229,16 @@ class EndpointVerification(Construct):
         id: str,
         *,
         endpoint_name: str,
-        payload: str,
+        payload: str | Mapping[str, Any] | Sequence[Any],
         content_type: str = "application/json",
         fail_deployment: bool = False,
+        show_response: bool = False,
         timeout: Duration = DEFAULT_TIMEOUT,
         query_interval: Duration = DEFAULT_QUERY_INTERVAL,
         nonce: str | None = None,
     ) -> None:
         super().__init__(scope, id)
+        payload = payload_text(payload, content_type)
         _validate(endpoint_name, payload, content_type, timeout, query_interval)
 
         self.endpoint_name = endpoint_name
@@ -252,6 +263,7 @@ class EndpointVerification(Construct):
             "Payload": payload,
             "ContentType": content_type,
             "FailDeployment": "true" if fail_deployment else "false",
+            "ShowResponse": "true" if show_response else "false",
             "TimeoutSeconds": str(_seconds(timeout)),
             "QueryIntervalSeconds": str(_seconds(query_interval)),
         }
@@ -280,6 +292,19 @@ class EndpointVerification(Construct):
     def add_dependency(self, *constructs: IConstruct) -> None:
         """Verify only after ``constructs`` are deployed (e.g. the manifest that creates the endpoint)."""
         self.custom_resource.node.add_dependency(*constructs)
+
+
+def payload_text(payload: Any, content_type: str) -> str:
+    """The request body as sent: a string as given; a mapping or list as compact JSON, for a JSON content type only.
+    Raises ValueError for anything else."""
+    if isinstance(payload, str):
+        return payload
+    if isinstance(payload, (Mapping, list, tuple)):
+        if not Token.is_unresolved(content_type) and not is_json_content_type(content_type):
+            raise ValueError(f"EndpointVerification: payload: a mapping or list is sent as JSON and needs a JSON "
+                             f"content type (got {content_type!r}); give a string for other content types")
+        return json_body(payload)
+    raise ValueError(f"EndpointVerification: payload: must be a string, a mapping or a list (got {type(payload).__name__})")
 
 
 def _validate(endpoint_name: str, payload: str, content_type: str, timeout: Duration, query_interval: Duration) -> None:

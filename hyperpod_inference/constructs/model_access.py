@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from aws_cdk import aws_iam as iam
 
+from ..facts.safety import s3_folder_prefix, secret_resource_arn
 from .nag import acknowledge_resource_wildcard
 
 
 def grant_model_read(grantee: iam.IGrantable, *, bucket: str, prefix: str, kms_key_arn: str | None = None) -> iam.Grant:
-    """``s3:GetObject`` on ``<bucket>/<prefix>*`` and ``s3:ListBucket`` on the bucket limited to that prefix
-    (``s3:prefix``), plus ``kms:Decrypt`` through S3 when the bucket's key is given."""
+    """``s3:GetObject`` on ``<bucket>/<folder>*`` and ``s3:ListBucket`` on the bucket limited to that folder
+    (``s3:prefix``), plus ``kms:Decrypt`` through S3 when the bucket's key is given.
+
+    The prefix is literal: ``*`` and ``?`` raise ``ValueError``. It is granted as a folder (``qwen`` -> ``qwen/``), so a
+    sibling prefix (``qwen-other/``) is never reached; an empty prefix grants the whole bucket."""
     partition = "aws"  # the operator's CRDs accept only the aws partition
-    objects = f"arn:{partition}:s3:::{bucket}/{prefix}*"
+    folder = s3_folder_prefix(prefix)
+    objects = f"arn:{partition}:s3:::{bucket}/{folder}*"
     grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"], resource_arns=[objects])
+    what = f"the literal folder {folder} of one bucket" if folder else "one bucket (no prefix given; warned)"
     acknowledge_resource_wildcard(grantee, objects, "Model weights are many objects under one prefix; the grant is "
-                                  "read-only on exactly that prefix of one bucket")
-    list_conditions = {"StringLike": {"s3:prefix": [f"{prefix}*"]}} if prefix else None
+                                  f"read-only on {what}")
+    list_conditions = {"StringLike": {"s3:prefix": [f"{folder}*"]}} if folder else None
     grant = grant.combine(iam.Grant.add_to_principal(
         grantee=grantee, actions=["s3:ListBucket"], resource_arns=[f"arn:{partition}:s3:::{bucket}"],
         conditions=list_conditions))
@@ -26,10 +32,13 @@ def grant_model_read(grantee: iam.IGrantable, *, bucket: str, prefix: str, kms_k
 
 def grant_secret_read(grantee: iam.IGrantable, *, secret_arn: str, kms_key_arn: str | None = None) -> iam.Grant:
     """``secretsmanager:GetSecretValue`` (+ DescribeSecret) on exactly one secret, and ``kms:Decrypt`` through
-    Secrets Manager when the secret uses a customer-managed key."""
+    Secrets Manager when the secret uses a customer-managed key.
+
+    A partial ARN (without Secrets Manager's ``-`` + six-character suffix) is granted as ``<arn>-??????``, AWS's
+    documented pattern; an ARN whose name ends in ``-`` + six characters is taken as complete."""
     grant = iam.Grant.add_to_principal(grantee=grantee, actions=["secretsmanager:GetSecretValue",
                                                                  "secretsmanager:DescribeSecret"],
-                                       resource_arns=[secret_arn])
+                                       resource_arns=[secret_resource_arn(secret_arn)])
     if kms_key_arn:
         grant = grant.combine(_grant_decrypt_via(grantee, kms_key_arn, "secretsmanager"))
     return grant

@@ -124,6 +124,14 @@ def default_execution_role_name(stack: Stack) -> str:
     return naming.execution_role_name(stack.stack_name, Aws.REGION if Token.is_unresolved(region) else region)
 
 
+def sagemaker_principal(scope: Construct, *, source_account: bool = True) -> iam.ServicePrincipal:
+    """``sagemaker.amazonaws.com``, by default only on behalf of this stack's account (``aws:SourceAccount``, the
+    confused-deputy guard AWS documents for SageMaker; that SageMaker sets it when HyperPod assumes these roles is
+    inferred, not documented, hence the switch)."""
+    conditions = {"StringEquals": {"aws:SourceAccount": Stack.of(scope).account}} if source_account else None
+    return iam.ServicePrincipal("sagemaker.amazonaws.com", conditions=conditions)
+
+
 class OperatorExecutionRole(iam.Role):
     """The HyperPod inference operator's execution role.
 
@@ -139,10 +147,13 @@ class OperatorExecutionRole(iam.Role):
     :param role_name: physical name; must start with ``SageMakerHyperPodInference`` (the add-on refuses other names and
         the managed policy only lets the operator pass roles with that prefix). Default:
         :func:`default_execution_role_name`.
+    :param sagemaker_source_account: the SageMaker trust requires ``aws:SourceAccount`` = the stack's account.
+        Default True; False drops the condition (see :func:`sagemaker_principal`).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, oidc_provider_arn: str,
-                 install_mode: Literal["addon", "chart", "existing"], role_name: str | None = None) -> None:
+                 install_mode: Literal["addon", "chart", "existing"], role_name: str | None = None,
+                 sagemaker_source_account: bool = True) -> None:
         service_accounts = self.service_accounts_for(install_mode)
         if role_name is not None:
             self._validate_role_name(role_name)
@@ -165,7 +176,8 @@ class OperatorExecutionRole(iam.Role):
             construct_id,
             role_name=role_name,
             description=f"SageMaker HyperPod inference operator execution role ({install_mode})",
-            assumed_by=iam.CompositePrincipal(iam.ServicePrincipal("sagemaker.amazonaws.com"), federated),
+            assumed_by=iam.CompositePrincipal(
+                sagemaker_principal(scope, source_account=sagemaker_source_account), federated),
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(OPERATOR_MANAGED_POLICY)],
         )
         self.install_mode = install_mode
@@ -387,14 +399,16 @@ class OperatorDependencyRoles(Construct):
       the operator creates in ``namespaces_for_gated`` (a callable is read at synth); AWS managed ``AmazonSageMakerHyperPodGatedModelAccess``.
 
     Any ``*_role_arn`` imports that role instead of creating it (``jumpstart_gated_role_arn`` likewise).
+    ``sagemaker_source_account`` (default True) makes the gated role's SageMaker trust require ``aws:SourceAccount``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, oidc_provider_arn: str,
                  namespaces_for_gated: Sequence[str] | Callable[[], Sequence[str]],
                  alb_role_arn: str | None = None,
                  keda_role_arn: str | None = None, s3_csi_role_arn: str | None = None,
-                 jumpstart_gated_role_arn: str | None = None) -> None:
+                 jumpstart_gated_role_arn: str | None = None, sagemaker_source_account: bool = True) -> None:
         super().__init__(scope, construct_id)
+        self._sagemaker_source_account = sagemaker_source_account
         errors: list[str] = []
         for field, arn in (("alb_role_arn", alb_role_arn), ("keda_role_arn", keda_role_arn),
                            ("s3_csi_role_arn", s3_csi_role_arn),
@@ -476,7 +490,8 @@ class OperatorDependencyRoles(Construct):
         role = iam.Role(
             self,
             "JumpStartGatedModelRole",
-            assumed_by=iam.CompositePrincipal(iam.ServicePrincipal("sagemaker.amazonaws.com"), pods),
+            assumed_by=iam.CompositePrincipal(
+                sagemaker_principal(self, source_account=self._sagemaker_source_account), pods),
             description="Downloads gated JumpStart models for HyperPod inference endpoints",
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(GATED_MODEL_MANAGED_POLICY)],
         )

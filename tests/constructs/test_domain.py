@@ -45,14 +45,13 @@ def _zone_arn_join(zone_logical_id: str) -> dict:
 
 
 def _expected_dns_statements(zone_arn, names: list[str]) -> list[dict]:
-    record_names = [n for name in names for n in (name, f"*.{name}")]
     return [
         {"Action": ["route53:GetHostedZone", "route53:ListResourceRecordSets"], "Effect": "Allow",
          "Resource": zone_arn},
         {"Action": "route53:ChangeResourceRecordSets", "Effect": "Allow", "Resource": zone_arn,
          "Condition": {
-             "ForAllValues:StringLike": {"route53:ChangeResourceRecordSetsNormalizedRecordNames": record_names},
-             "ForAllValues:StringEquals": {"route53:ChangeResourceRecordSetsRecordTypes": ["A", "TXT"]},
+             "ForAllValues:StringEquals": {"route53:ChangeResourceRecordSetsNormalizedRecordNames": names,
+                                           "route53:ChangeResourceRecordSetsRecordTypes": ["A", "TXT"]},
          }},
     ]
 
@@ -106,7 +105,7 @@ def test_created_ids_are_deploy_time_references(created):
     assert stack.resolve(domain.name_servers) == {"Fn::GetAtt": [zone_id, "NameServers"]}
 
 
-def test_dns_grant_on_a_created_zone_allows_only_a_and_txt_records_named_after_the_endpoints(created):
+def test_dns_grant_on_a_created_zone_allows_only_a_and_txt_records_named_exactly_the_endpoints(created):
     _, _, template = created
     zone_arn = _zone_arn_join(_logical_id(template, "AWS::Route53::HostedZone"))
     dns = [s for s in _statements(template) if "route53" in json.dumps(s["Action"])]
@@ -325,3 +324,18 @@ def test_delegation_instructions_tell_the_user_to_add_ns_records_in_the_parent_z
     assert "NS record" in text
     assert "parent zone" in text
     assert "ACM" in text
+
+
+def test_an_apex_endpoint_name_grants_only_the_apex_records_never_the_whole_zone():
+    # GIVEN an endpoint whose domain name is the zone apex
+    stack = _stack()
+    domain = CustomDomain(stack, "Domain", zone_name=ZONE, domain_names=[ZONE])
+    role = _operator_role(stack)
+    # WHEN the operator role gets DNS management
+    domain.grant_dns_management(role)
+    change = next(s for s in _statements(Template.from_stack(stack)) if s["Action"] == "route53:ChangeResourceRecordSets")
+    # THEN the record-name condition is exactly the apex, compared literally: no *.example.com reaching every record
+    assert change["Condition"] == {"ForAllValues:StringEquals": {
+        "route53:ChangeResourceRecordSetsNormalizedRecordNames": [ZONE],
+        "route53:ChangeResourceRecordSetsRecordTypes": ["A", "TXT"]}}
+    assert "*" not in json.dumps(change)

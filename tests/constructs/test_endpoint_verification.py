@@ -14,9 +14,21 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
-from hyperpod_inference.constructs.endpoint_verification import RESOURCE_TYPE, EndpointVerification
+from hyperpod_inference.constructs.endpoint_verification import HANDLER_DIR, RESOURCE_TYPE, EndpointVerification
 
 ENV = cdk.Environment(account="111122223333", region="us-west-2")
+
+
+def _load_handler():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("verify_endpoint_index_for_construct", HANDLER_DIR / "index.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+verify_handler = _load_handler()
 PAYLOAD = '{"inputs": "What is AWS SageMaker?"}'
 CFN_LINT = Path(sys.executable).with_name("cfn-lint")
 
@@ -72,6 +84,7 @@ def test_custom_resource_carries_the_verification_properties_as_strings():
             "Payload": PAYLOAD,
             "ContentType": "application/json",
             "FailDeployment": "false",
+            "ShowResponse": "false",
             "TimeoutSeconds": "3600",
             "QueryIntervalSeconds": "30",
             "Nonce": Match.absent(),
@@ -81,6 +94,31 @@ def test_custom_resource_carries_the_verification_properties_as_strings():
         RESOURCE_TYPE,
         {"EndpointName": "llama-3-8b", "Payload": "hello", "ContentType": "text/plain", "FailDeployment": "true"},
     )
+
+
+@pytest.mark.parametrize("payload, content_type, sent", [
+    ({"inputs": "Hi", "parameters": {"max_new_tokens": 8}}, "application/json",
+     '{"inputs":"Hi","parameters":{"max_new_tokens":8}}'),
+    ([{"role": "user", "content": "Hi"}], "application/json", '[{"role":"user","content":"Hi"}]'),
+    ("plain text", "text/plain", "plain text"),
+])
+def test_a_mapping_or_list_payload_is_sent_as_json(payload, content_type, sent):
+    # GIVEN a verification whose payload is a mapping, a list or a string
+    stack = _stack()
+    EndpointVerification(stack, "V", endpoint_name="chat", payload=payload, content_type=content_type)
+    # THEN the custom resource carries the body as sent: compact JSON for a mapping or list, a string as given
+    Template.from_stack(stack).has_resource_properties(RESOURCE_TYPE, {"Payload": sent, "ContentType": content_type})
+
+
+def test_a_mapping_payload_with_a_non_json_content_type_is_refused():
+    with pytest.raises(ValueError, match="payload: a mapping or list is sent as JSON and needs a JSON content type"):
+        EndpointVerification(_stack(), "V", endpoint_name="chat", payload={"a": 1}, content_type="text/csv")
+
+
+def test_show_response_is_passed_to_the_handler():
+    stack = _stack()
+    EndpointVerification(stack, "V", endpoint_name="chat", payload="x", show_response=True)
+    Template.from_stack(stack).has_resource_properties(RESOURCE_TYPE, {"ShowResponse": "true"})
 
 
 def test_nonce_is_passed_through_to_rerun_the_verification():
@@ -219,7 +257,8 @@ def test_handler_functions_use_the_latest_python_on_arm_with_small_limits_and_a_
     EndpointVerification(stack, "V", endpoint_name="chat", payload=PAYLOAD)
     # WHEN the stack is synthesized
     template = Template.from_stack(stack)
-    # THEN both handlers run the newest Python runtime aws-cdk-lib knows (cdk-nag L1 demands it), arm64, 128 MB, 30 s
+    # THEN both handlers run the newest Python runtime aws-cdk-lib knows (cdk-nag L1 demands it), arm64, 128 MB,
+    # and the timeout the handler sizes its SageMaker clients for
     latest_python = max(
         (r.name for r in lambda_.Runtime.ALL if r.name.startswith("python3.")),
         key=lambda name: int(name.split(".")[1]),
@@ -235,7 +274,7 @@ def test_handler_functions_use_the_latest_python_on_arm_with_small_limits_and_a_
             latest_python,
             ["arm64"],
             128,
-            30,
+            verify_handler.FUNCTION_TIMEOUT_SECONDS,
         )
         log_group = log_groups[props["LoggingConfig"]["LogGroup"]["Ref"]]
         assert log_group["Properties"]["RetentionInDays"] == 30

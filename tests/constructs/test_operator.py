@@ -99,7 +99,8 @@ def test_execution_role_trusts_sagemaker_and_exactly_the_install_modes_service_a
             "Version": "2012-10-17",
             "Statement": [
                 {"Action": "sts:AssumeRole", "Effect": "Allow",
-                 "Principal": {"Service": "sagemaker.amazonaws.com"}},
+                 "Principal": {"Service": "sagemaker.amazonaws.com"},
+                 "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}}},
                 {"Action": "sts:AssumeRoleWithWebIdentity", "Effect": "Allow",
                  "Principal": {"Federated": OIDC_ARN},
                  "Condition": {"StringEquals": {
@@ -336,8 +337,8 @@ def test_gated_model_role_uses_string_like_only_for_the_per_endpoint_service_acc
     role = template.to_json()["Resources"][logical_id(roles.jumpstart_gated_role)]
     statements = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     # THEN SageMaker may assume it, and pods may only through the operator's per-endpoint service accounts
-    assert {"Action": "sts:AssumeRole", "Effect": "Allow",
-            "Principal": {"Service": "sagemaker.amazonaws.com"}} in statements
+    assert {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}}} in statements
     assert federated_statement(role)["Condition"] == {
         "StringEquals": {f"{ISSUER}:aud": "sts.amazonaws.com"},
         "StringLike": {f"{ISSUER}:sub": [
@@ -633,3 +634,35 @@ def test_execution_role_is_an_iam_role_usable_by_feature_grants():
     role.add_to_principal_policy(iam.PolicyStatement(actions=["acm:DescribeCertificate"],
                                                      resources=[f"arn:aws:acm:{REGION}:{ACCOUNT}:certificate/x"]))
     assert role_statements(Template.from_stack(stack), logical_id(role))[0]["Action"] == "acm:DescribeCertificate"
+
+
+# --- SageMaker trusts: aws:SourceAccount ----------------------------------------------------------------------------
+
+def _sagemaker_trusts(template: Template) -> list[dict]:
+    return [s for r in template.find_resources("AWS::IAM::Role").values()
+            for s in r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+            if s["Principal"].get("Service") == "sagemaker.amazonaws.com"]
+
+
+def test_every_sagemaker_trust_requires_the_stacks_account_as_source():
+    # GIVEN the execution role and the dependency roles (the gated JumpStart role trusts SageMaker too)
+    stack = new_stack()
+    OperatorExecutionRole(stack, "ExecutionRole", oidc_provider_arn=OIDC_ARN, install_mode="addon")
+    OperatorDependencyRoles(stack, "Deps", oidc_provider_arn=OIDC_ARN, namespaces_for_gated=["inference"])
+    # WHEN synthesized
+    trusts = _sagemaker_trusts(Template.from_stack(stack))
+    # THEN both SageMaker trusts hold aws:SourceAccount = the stack's account (confused-deputy guard)
+    assert len(trusts) == 2
+    assert all(t["Condition"] == {"StringEquals": {"aws:SourceAccount": ACCOUNT}} for t in trusts)
+
+
+def test_the_source_account_condition_can_be_switched_off():
+    # GIVEN both roles built with sagemaker_source_account=False
+    stack = new_stack()
+    OperatorExecutionRole(stack, "ExecutionRole", oidc_provider_arn=OIDC_ARN, install_mode="addon",
+                          sagemaker_source_account=False)
+    OperatorDependencyRoles(stack, "Deps", oidc_provider_arn=OIDC_ARN, namespaces_for_gated=["inference"],
+                            sagemaker_source_account=False)
+    # THEN the SageMaker trusts carry no condition
+    trusts = _sagemaker_trusts(Template.from_stack(stack))
+    assert len(trusts) == 2 and all("Condition" not in t for t in trusts)

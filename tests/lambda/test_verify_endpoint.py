@@ -168,7 +168,7 @@ def test_delete_is_a_no_op_without_any_aws_call(monkeypatch):
 
 
 def test_in_service_endpoint_is_invoked_with_the_payload_and_reports_latency_and_preview(aws):
-    # GIVEN an InService endpoint that answers a JSON body
+    # GIVEN an InService endpoint that answers a JSON body, verified with ShowResponse "true"
     _create_endpoint()
     _queue_invoke_result('{"generated_text": "Amazon SageMaker is a managed ML service."}')
     sent = []
@@ -177,7 +177,7 @@ def test_in_service_endpoint_is_invoked_with_the_payload_and_reports_latency_and
         "before-parameter-build.sagemaker-runtime.InvokeEndpoint", lambda params, **_: sent.append(dict(params))
     )
     # WHEN is_complete runs
-    result = handler.is_complete(_event(), None)
+    result = handler.is_complete(_event(ShowResponse="true"), None)
     # THEN the payload and content type were sent, and the verification succeeded with its measurements
     assert sent == [{"EndpointName": ENDPOINT, "Body": PAYLOAD.encode(), "ContentType": "application/json"}]
     assert result["IsComplete"] is True
@@ -198,10 +198,10 @@ def test_in_service_endpoint_is_invoked_with_the_payload_and_reports_latency_and
     ],
 )
 def test_a_1mb_response_keeps_the_custom_resource_response_under_4kb(aws, body):
-    # GIVEN an InService endpoint that answers about 1 MB
+    # GIVEN an InService endpoint that answers about 1 MB, its preview shown
     _create_endpoint()
     _queue_invoke_result(body)
-    event = _event()
+    event = _event(ShowResponse="true")
     # WHEN is_complete runs
     result = handler.is_complete(event, None)
     # THEN the preview holds at most the first 256 bytes and the whole framework response stays far under 4 KB
@@ -395,7 +395,7 @@ def test_logs_name_the_outcome_but_never_the_payload_or_the_body_beyond_the_prev
     # GIVEN a payload and a response body with markers (the body's marker lies beyond the 256-byte preview)
     _create_endpoint()
     _queue_invoke_result("a" * 300 + "TAIL-MARKER")
-    event = _event(Payload='{"inputs": "PAYLOAD-MARKER"}')
+    event = _event(Payload='{"inputs": "PAYLOAD-MARKER"}', ShowResponse="true")
     # WHEN both handlers run with INFO logging captured
     with caplog.at_level("INFO"):
         handler.on_event(event, None)
@@ -406,3 +406,84 @@ def test_logs_name_the_outcome_but_never_the_payload_or_the_body_beyond_the_prev
     assert "endpoint qwen-chat verified: HTTP 200" in logged
     assert "PAYLOAD-MARKER" not in logged
     assert "TAIL-MARKER" not in logged
+
+
+def test_the_answer_text_is_neither_output_nor_logged_without_show_response(aws, caplog):
+    # GIVEN an endpoint whose answer holds a marker, verified without ShowResponse (the default)
+    _create_endpoint()
+    answer = '{"generated_text": "ANSWER-MARKER"}'
+    _queue_invoke_result(answer)
+    # WHEN is_complete runs with INFO logging captured
+    with caplog.at_level("INFO"):
+        result = handler.is_complete(_event(), None)
+    # THEN status, latency and byte count are reported, the answer nowhere
+    data = result["Data"]
+    assert data["Status"] == "Succeeded" and data["HttpStatus"] == 200 and data["BodyBytes"] == len(answer)
+    assert isinstance(data["LatencyMs"], int)
+    assert "BodyPreview" not in data
+    assert "ANSWER-MARKER" not in json.dumps(data)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "HTTP 200" in logged and f"{len(answer)} response bytes" in logged
+    assert "ANSWER-MARKER" not in logged
+
+
+def test_a_model_error_message_is_hidden_without_show_response(aws, monkeypatch):
+    # GIVEN a model whose error echoes the request's text
+    _create_endpoint()
+
+    def model_error(self, endpoint_name, unique_repr):
+        raise JsonRESTError("ModelError", "Received client error (400): USER-TEXT-MARKER")
+
+    monkeypatch.setattr(SageMakerRuntimeBackend, "invoke_endpoint", model_error)
+    # WHEN is_complete runs without and with ShowResponse
+    hidden = handler.is_complete(_event(), None)["Data"]["Reason"]
+    shown = handler.is_complete(_event(ShowResponse="true"), None)["Data"]["Reason"]
+    # THEN the model's message appears only when asked for
+    assert hidden.startswith("InvokeEndpoint failed: ModelError") and "USER-TEXT-MARKER" not in hidden
+    assert "USER-TEXT-MARKER" in shown
+
+
+def test_one_poll_fits_the_function_timeout_minus_five_seconds():
+    # GIVEN the clients the handler builds for one poll (DescribeEndpoint, then InvokeEndpoint)
+    clients = [handler.client("sagemaker"), handler.client("sagemaker-runtime")]
+    # WHEN their timeouts and attempts are read from botocore's client configuration
+    worst = 0
+    for client in clients:
+        config = client.meta.config
+        worst += (config.connect_timeout + config.read_timeout) * config.retries["total_max_attempts"]
+    # THEN the worst case fits the function's timeout minus 5 s, and no call is retried (the model runs once)
+    assert worst <= handler.FUNCTION_TIMEOUT_SECONDS - 5
+    assert [c.meta.config.retries["total_max_attempts"] for c in clients] == [1, 1]
+
+
+def test_access_denied_on_invoke_is_reported_not_raised(aws, monkeypatch):
+    # GIVEN a polling role that may describe but not invoke the endpoint
+    _create_endpoint()
+
+    def denied(self, endpoint_name, unique_repr):
+        raise JsonRESTError("AccessDeniedException", "not authorized to perform sagemaker:InvokeEndpoint")
+
+    monkeypatch.setattr(SageMakerRuntimeBackend, "invoke_endpoint", denied)
+    # WHEN is_complete runs with FailDeployment "false"
+    result = handler.is_complete(_event(), None)
+    # THEN it completes as Failed naming the error
+    assert result["IsComplete"] is True
+    assert result["Data"]["Reason"].startswith("InvokeEndpoint failed: AccessDeniedException")
+
+
+@pytest.mark.parametrize("error", [KeyError("EndpointStatus"), RuntimeError("unexpected"), TimeoutError()])
+def test_any_other_error_is_reported_and_fails_only_with_fail_deployment(monkeypatch, error):
+    # GIVEN a poll that hits an error the handler does not classify
+    def broken(service):
+        raise error
+
+    monkeypatch.setattr(handler, "client", broken)
+    # WHEN is_complete runs with FailDeployment "false"
+    result = handler.is_complete(_event(), None)
+    # THEN the verification completes as Failed (the deployment goes on) naming the error's type
+    assert result["IsComplete"] is True
+    assert result["Data"]["Status"] == "Failed"
+    assert type(error).__name__ in result["Data"]["Reason"]
+    # AND with FailDeployment "true" it fails the deployment
+    with pytest.raises(handler.VerificationFailed):
+        handler.is_complete(_event(fail_deployment="true"), None)

@@ -175,9 +175,9 @@ def test_execution_role_gets_domain_and_capture_grants(template):
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
         Match.object_like({"Action": "route53:ChangeResourceRecordSets",
                            "Condition": {"ForAllValues:StringEquals": {
-                               "route53:ChangeResourceRecordSetsRecordTypes": ["A", "TXT"]},
-                               "ForAllValues:StringLike": {"route53:ChangeResourceRecordSetsNormalizedRecordNames": [
-                                   "chat.example.com", "*.chat.example.com", "llama.example.com", "*.llama.example.com"]}},
+                               "route53:ChangeResourceRecordSetsRecordTypes": ["A", "TXT"],
+                               "route53:ChangeResourceRecordSetsNormalizedRecordNames": [
+                                   "chat.example.com", "llama.example.com"]}},
                            "Resource": "arn:aws:route53:::hostedzone/Z0123456789ABCDEFGHIJ"}),
         Match.object_like({"Action": ["acm:DescribeCertificate", "acm:GetCertificate"],
                            "Resource": "arn:aws:acm:us-west-2:111122223333:certificate/0a1b2c3d-0000-1111-2222-333344445555"}),

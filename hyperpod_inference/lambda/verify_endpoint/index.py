@@ -12,10 +12,16 @@ Resource properties (CloudFormation passes every value as a string):
 - ``TimeoutSeconds``: the Provider's total timeout. The handler stops waiting a margin before it (the *soft deadline*),
   so that ``FailDeployment: "false"`` is honoured on time-outs too.
 - ``QueryIntervalSeconds``: the Provider's query interval (sizes the margin).
+- ``ShowResponse``: ``"true"`` adds the first bytes of the model's answer (``BodyPreview``) to the output and the logs;
+  otherwise only status, latency and byte count are reported (the answer may hold user data).
 - anything else (a ``Nonce``) only forces CloudFormation to run the verification again.
 
-Only the endpoint name, statuses, sizes, latency and the first bytes of the response are logged; never the payload.
-Every string returned in ``Data`` is bounded: a custom resource response must stay under 4 KB.
+Only the endpoint name, statuses, sizes and latency are logged (and the answer's first bytes with ``ShowResponse``);
+never the payload. Every string returned in ``Data`` is bounded: a custom resource response must stay under 4 KB.
+
+One poll never outlives the function: each client's (connect + read timeout) x ``total_max_attempts``, summed over the
+two calls of a poll, fits ``FUNCTION_TIMEOUT_SECONDS`` minus ``TIMEOUT_RESERVE_SECONDS`` (the construct gives the
+function that timeout). Every error is reported in the outcome; only ``FailDeployment: "true"`` fails the deployment.
 """
 
 from __future__ import annotations
@@ -39,7 +45,18 @@ MAX_DATA_BYTES = 2048  # JSON of Data, ASCII-escaped; leaves room for the respon
 SOFT_DEADLINE_MARGIN_SECONDS = 60
 DEFAULT_TIMEOUT_SECONDS = 3600
 DEFAULT_QUERY_INTERVAL_SECONDS = 30
-INVOKE_READ_TIMEOUT_SECONDS = 20
+#: The function's timeout (the construct sets the same) and what a poll leaves free of it for the handler itself.
+FUNCTION_TIMEOUT_SECONDS = 60
+TIMEOUT_RESERVE_SECONDS = 5
+#: botocore settings of each client; ``total_max_attempts: 1`` is one attempt, no retry (the Provider polls again,
+#: and a retried InvokeEndpoint would run the model twice).
+CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
+    "sagemaker": {"connect_timeout": 5, "read_timeout": 10,
+                  "retries": {"total_max_attempts": 1, "mode": "standard"}},
+    "sagemaker-runtime": {"connect_timeout": 5, "read_timeout": 35,
+                          "retries": {"total_max_attempts": 1, "mode": "standard"}},
+}
+INVOKE_READ_TIMEOUT_SECONDS = CLIENT_SETTINGS["sagemaker-runtime"]["read_timeout"]
 
 # SageMaker EndpointStatus values.
 IN_SERVICE = "InService"
@@ -102,12 +119,14 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         return {"IsComplete": True}
 
     props = event.get("ResourceProperties") or {}
-    endpoint_name = str(props["EndpointName"])
+    endpoint_name = str(props.get("EndpointName", ""))
     fail_deployment = _as_bool(props.get("FailDeployment", "false"))
+    show_response = _as_bool(props.get("ShowResponse", "false"))
 
     try:
         data = _verify(
-            endpoint_name, str(props.get("Payload", "")), str(props.get("ContentType") or "application/json")
+            endpoint_name, str(props.get("Payload", "")), str(props.get("ContentType") or "application/json"),
+            show_response,
         )
     except _NotYet as not_yet:
         deadline = _soft_deadline(event)
@@ -119,14 +138,17 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         return _outcome(endpoint_name, "TimedOut", reason, not_yet.status, fail_deployment)
     except _Failure as failure:
         return _outcome(endpoint_name, "Failed", failure.reason, failure.endpoint_status, fail_deployment)
+    except Exception as error:  # noqa: BLE001 - any other error is reported; only FailDeployment fails the deploy
+        reason = f"verification error: {type(error).__name__}: {error}"
+        return _outcome(endpoint_name, "Failed", reason, None, fail_deployment)
 
     LOGGER.info(
-        "endpoint %s verified: HTTP %s in %s ms, %s response bytes, preview %r",
+        "endpoint %s verified: HTTP %s in %s ms, %s response bytes%s",
         endpoint_name,
         data["HttpStatus"],
         data["LatencyMs"],
         data["BodyBytes"],
-        data["BodyPreview"],
+        f", preview {data['BodyPreview']!r}" if "BodyPreview" in data else "",
     )
     return {"IsComplete": True, "Data": _bounded(data)}
 
@@ -135,11 +157,12 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 # verification
 
 
-def _client(service: str, **config: Any) -> Any:
-    return boto3.client(service, config=Config(**config))
+def client(service: str) -> Any:
+    """The handler's client for ``service`` ("sagemaker" or "sagemaker-runtime"), with CLIENT_SETTINGS."""
+    return boto3.client(service, config=Config(**CLIENT_SETTINGS[service]))
 
 
-def _verify(endpoint_name: str, payload: str, content_type: str) -> dict[str, Any]:
+def _verify(endpoint_name: str, payload: str, content_type: str, show_response: bool = False) -> dict[str, Any]:
     status, failure_reason = _describe(endpoint_name)
     if status in FAILED_STATUSES:
         reason = f"endpoint status {status}"
@@ -148,11 +171,11 @@ def _verify(endpoint_name: str, payload: str, content_type: str) -> dict[str, An
         raise _Failure(reason, status)
     if status != IN_SERVICE:  # PENDING_STATUSES, or a status this handler does not know yet: keep polling
         raise _NotYet(status)
-    return _invoke(endpoint_name, payload, content_type, status)
+    return _invoke(endpoint_name, payload, content_type, status, show_response)
 
 
 def _describe(endpoint_name: str) -> tuple[str, str]:
-    sagemaker = _client("sagemaker", retries={"max_attempts": 3, "mode": "standard"})
+    sagemaker = client("sagemaker")
     try:
         description = sagemaker.describe_endpoint(EndpointName=endpoint_name)
     except ClientError as error:
@@ -168,13 +191,9 @@ def _describe(endpoint_name: str) -> tuple[str, str]:
     return str(description.get("EndpointStatus", "Unknown")), str(description.get("FailureReason") or "")
 
 
-def _invoke(endpoint_name: str, payload: str, content_type: str, endpoint_status: str) -> dict[str, Any]:
-    runtime = _client(
-        "sagemaker-runtime",
-        connect_timeout=5,
-        read_timeout=INVOKE_READ_TIMEOUT_SECONDS,
-        retries={"max_attempts": 1, "mode": "standard"},  # the Provider polls again; no hidden retries here
-    )
+def _invoke(endpoint_name: str, payload: str, content_type: str, endpoint_status: str,
+            show_response: bool = False) -> dict[str, Any]:
+    runtime = client("sagemaker-runtime")
     started = time.monotonic()
     try:
         response = runtime.invoke_endpoint(
@@ -187,6 +206,8 @@ def _invoke(endpoint_name: str, payload: str, content_type: str, endpoint_status
             raise _NotYet(f"{endpoint_status}, InvokeEndpoint {code}") from None
         original = error.response.get("OriginalStatusCode")
         detail = f" (model returned HTTP {original})" if original else ""
+        if code == "ModelError" and not show_response:
+            message = "the model's message is shown with verify.showResponse: true"  # it may echo user data
         raise _Failure(f"InvokeEndpoint failed: {code}{detail}: {message}", endpoint_status) from None
     except ReadTimeoutError:
         raise _Failure(
@@ -197,15 +218,17 @@ def _invoke(endpoint_name: str, payload: str, content_type: str, endpoint_status
     latency_ms = int(round((time.monotonic() - started) * 1000))
     http_status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
     summary = f"{endpoint_name}: {endpoint_status}, HTTP {http_status} in {latency_ms} ms ({body_bytes} bytes)"
-    return {
+    data = {
         "Status": "Succeeded",
         "EndpointStatus": endpoint_status,
         "LatencyMs": latency_ms,
         "HttpStatus": http_status,
         "BodyBytes": body_bytes,
-        "BodyPreview": preview,
         "Summary": summary,
     }
+    if show_response:
+        data["BodyPreview"] = preview
+    return data
 
 
 def _read_preview(body: Any) -> tuple[str, int]:

@@ -1,0 +1,89 @@
+"""The commands the stack prints in its outputs, each built with ``shlex.join`` so a value from the config (a payload
+with ``'``, ``;``, ``$(...)`` or a newline, a name) is always one shell word, never shell syntax.
+
+An output that holds several commands joins them with `` ; ``; splitting it with
+``shlex.shlex(text, posix=True, punctuation_chars=True)`` (``whitespace_split=True``) gives each command's argv.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from .charts.runtimes import PRESETS
+from .config.models import Endpoint
+
+#: Sent when neither ``verify.payload`` nor the runtime preset gives a payload.
+FALLBACK_PAYLOAD = '{"inputs": "Hello"}'
+#: Between the commands of one output.
+COMMAND_SEPARATOR = " ; "
+#: kubectl's JSONPath template printing the DNS status, a newline, then the TLS certificate status.
+DNS_TLS_JSONPATH = 'jsonpath={.status.dnsStatus}{"\\n"}{.status.tlsCertificate}'
+
+
+def join_commands(argvs: Sequence[Sequence[str]]) -> str:
+    """Several commands, each ``shlex.join``-ed, separated by `` ; ``."""
+    return COMMAND_SEPARATOR.join(shlex.join(list(argv)) for argv in argvs)
+
+
+def default_payload(endpoint: Endpoint) -> str:
+    """The request body the check and the invoke command send: ``verify.payload`` (a mapping or list as JSON), else
+    the runtime preset's payload, else :data:`FALLBACK_PAYLOAD`."""
+    preset = PRESETS.get(endpoint.effective_runtime or "")
+    fallback = (preset.default_payload if preset and preset.default_payload else FALLBACK_PAYLOAD)
+    if endpoint.verify is None:
+        return fallback
+    return endpoint.verify.body(fallback) or fallback
+
+
+def content_type(endpoint: Endpoint) -> str:
+    return endpoint.verify.content_type if endpoint.verify else "application/json"
+
+
+# ------------------------------------------------------------------------------------------------------ commands
+def status_argvs(endpoint: Endpoint) -> list[list[str]]:
+    """``kubectl describe`` and ``kubectl get events`` for the endpoint's custom resource, plus the DNS/TLS status
+    when it has a domain name."""
+    kind = endpoint.kind.lower()
+    argvs = [
+        ["kubectl", "describe", kind, endpoint.name, "-n", endpoint.namespace],
+        ["kubectl", "get", "events", "-n", endpoint.namespace,
+         "--field-selector", f"involvedObject.name={endpoint.name}"],
+    ]
+    if endpoint.domain_name:
+        argvs.append(["kubectl", "get", kind, endpoint.name, "-n", endpoint.namespace, "-o", DNS_TLS_JSONPATH])
+    return argvs
+
+
+def status_command(endpoint: Endpoint) -> str:
+    """The ``…Status`` output: the commands of :func:`status_argvs`, joined."""
+    return join_commands(status_argvs(endpoint))
+
+
+def invoke_argv(*, endpoint_name: str, payload: str, content_type: str, region: str) -> list[str]:
+    """``aws sagemaker-runtime invoke-endpoint`` with the payload as one argument, the answer on stdout."""
+    return ["aws", "sagemaker-runtime", "invoke-endpoint", "--endpoint-name", endpoint_name,
+            "--content-type", content_type, "--body", payload, "--region", region,
+            "--cli-binary-format", "raw-in-base64-out", "/dev/stdout"]
+
+
+def invoke_command(*, endpoint_name: str, payload: str, content_type: str, region: str) -> str:
+    return shlex.join(invoke_argv(endpoint_name=endpoint_name, payload=payload, content_type=content_type,
+                                  region=region))
+
+
+def invoke_output(endpoint: Endpoint, *, region: str) -> str | None:
+    """The ``…Invoke`` output: the endpoint's URL (with a domain name) and the invoke command (with a SageMaker
+    endpoint), joined; None when the endpoint has neither."""
+    parts: list[str] = []
+    if endpoint.domain_name:
+        parts.append(shlex.join([f"https://{endpoint.domain_name}/"]))
+    if endpoint.sagemaker_endpoint_name:
+        parts.append(invoke_command(endpoint_name=endpoint.sagemaker_endpoint_name, payload=default_payload(endpoint),
+                                    content_type=content_type(endpoint), region=region))
+    return COMMAND_SEPARATOR.join(parts) if parts else None
+
+
+def capture_list_command(s3_uri: str) -> str:
+    """``aws s3 ls <s3Uri>/ --recursive``: every captured object."""
+    return shlex.join(["aws", "s3", "ls", f"{s3_uri.rstrip('/')}/", "--recursive"])
