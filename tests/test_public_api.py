@@ -80,6 +80,17 @@ def test_the_validate_and_schema_commands_import_no_cdk_or_jsii_and_print_no_nod
         assert proc.stdout.strip() == f"{args[1]}: valid"
 
 
+def test_a_construct_imported_from_the_package_root_starts_jsii_without_the_node_banner() -> None:
+    # GIVEN a fresh interpreter with jsii's end-of-life silencing unset (whatever Node is first on PATH)
+    env = {k: v for k, v in os.environ.items() if k != "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"}
+    # WHEN it takes a construct from the package root (which imports aws-cdk-lib and starts the jsii kernel)
+    proc = subprocess.run([sys.executable, "-c", "from hyperpod_inference import HyperPodInferenceStack"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=300)
+    # THEN the import works and no Node end-of-life banner is printed
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "end-of-life" not in proc.stdout + proc.stderr
+
+
 def test_the_public_names_are_listed_and_unknown_names_raise_attribute_error() -> None:
     # GIVEN the package's __all__
     # THEN it holds the names the docs use, dir() shows them, and an unknown name is an AttributeError
