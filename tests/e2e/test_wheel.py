@@ -1,7 +1,7 @@
 """The package as a user gets it: ``python -m build`` makes a wheel; installed into a fresh venv outside the
 repository, a user's CDK app that imports it synthesizes, with the NVMe agent and the Lambda handler from the wheel.
 
-About a minute: the build (sdist, then the wheel from the sdist) in an isolated build env, then a normal ``pip install``
+One to two minutes on a shared 2-core machine: the build (sdist, then the wheel from the sdist) in an isolated build env, then a normal ``pip install``
 of the wheel and its dependencies into a new venv (pip's configured indexes and cache), then one in-process synth.
 """
 
@@ -138,3 +138,13 @@ def test_a_user_app_in_a_fresh_venv_synthesizes_with_the_installed_package(insta
                    if doc and doc.get("kind") == "ConfigMap" and doc["metadata"]["name"].startswith("nvme-agent-code")]
     assert config_maps, f"no nvme-agent-code ConfigMap in {manifests}"
     assert config_maps[0]["data"] == _agent_files()
+
+
+def test_the_installed_console_script_validates_a_config(installed: Path, tmp_path: Path) -> None:
+    # GIVEN the `hyperpod-inference` script the wheel installs, and a copy of the default config outside the repository
+    shutil.copy(REPO / "hyperpod.yaml", tmp_path / "hyperpod.yaml")
+    # WHEN it validates the config
+    proc = _run([str(installed.parent / "hyperpod-inference"), "validate", "hyperpod.yaml"], cwd=tmp_path,
+                env=_user_env())
+    # THEN it reports the file valid
+    assert proc.stdout.strip() == "hyperpod.yaml: valid"
