@@ -1,8 +1,9 @@
 """The package as a user gets it: ``python -m build`` makes a wheel; installed into a fresh venv outside the
 repository, a user's CDK app that imports it synthesizes, with the NVMe agent and the Lambda handler from the wheel.
 
-One to two minutes on a shared 2-core machine: the build (sdist, then the wheel from the sdist) in an isolated build env, then a normal ``pip install``
-of the wheel and its dependencies into a new venv (pip's configured indexes and cache), then one in-process synth.
+One to two minutes on a shared 2-core machine: the build (sdist, then the wheel from the sdist) in an isolated build
+env, then a normal ``pip install`` of the wheel and its dependencies into a new venv (pip's configured indexes and
+cache), then one in-process synth.
 """
 
 from __future__ import annotations
