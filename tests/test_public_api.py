@@ -119,7 +119,8 @@ def test_each_public_name_resolves_to_the_object_its_module_defines(name: str) -
 def test_the_editor_imports_name_the_same_module_as_the_lazy_table() -> None:
     # GIVEN the ``if TYPE_CHECKING:`` imports of the package's __init__.py (what editors and type checkers see)
     tree = ast.parse((REPO / "hyperpod_inference" / "__init__.py").read_text())
-    block = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
+    block = next(node for node in tree.body
+                 if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
     seen = {alias.name: "." * imp.level + (imp.module or "") for imp in block.body if isinstance(imp, ast.ImportFrom)
             for alias in imp.names}
     # THEN they import exactly the public names, each from the module the lazy table loads it from
