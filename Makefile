@@ -5,19 +5,21 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CDK := node_modules/.bin/cdk
+NPM_STAMP := node_modules/.installed
 STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 CHECKOV_VERSION := 3.3.30
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+# the venv's python3 (cdk.json runs `python3 app.py`) and the Node 22 that package.json pins (jsii supports ^22 and
+# ^24; the system's Node may be older), ahead of everything else
+export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 CONFIG ?= hyperpod.yaml
 OUT ?= cdk.out
 PYTEST_ARGS ?=
 
 .PHONY: synth test lint deps clean schema bench diagram
-deps: $(STAMP) $(CDK) $(CHECKOV_STAMP)
+deps: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,11 +35,12 @@ $(CHECKOV_STAMP): Makefile
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $@
 
-$(CDK): package.json
+# the CDK CLI and Node 22 (the npm package `node` brings the binary from the npm registry)
+$(NPM_STAMP): package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
-synth: $(STAMP) $(CDK)
+synth: $(STAMP) $(NPM_STAMP)
 	rm -rf $(OUT)
 	$(CDK) synth --no-notices -q -o $(OUT) -c config=$(CONFIG)
 	@echo "template: $$(ls $(OUT)/*.template.json)"; echo "manifests: $$(ls $(OUT)/manifests/)"
@@ -49,8 +52,10 @@ test: deps
 lint: $(STAMP)
 	$(BIN)/ruff check hyperpod_inference tests benchmarks
 
-schema: $(STAMP)
-	$(BIN)/python -m hyperpod_inference schema
+# stdout is the schema alone (`make schema > hyperpod.schema.json`): bootstrapping, if any, reports on stderr
+schema:
+	@$(MAKE) --no-print-directory -s $(STAMP) 1>&2
+	@$(BIN)/python -m hyperpod_inference schema
 
 # make diagram: docs/architecture.png (+ .dot) from the synth output; synthesizes first when $(OUT) is missing
 diagram: $(STAMP)

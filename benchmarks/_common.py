@@ -38,7 +38,8 @@ def cdk_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     env.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
-    env["PATH"] = os.pathsep.join([str(venv_bin()), env.get("PATH", "")])
+    # as `make` runs it: the venv's python3, then the Node that package.json pins (node_modules/.bin)
+    env["PATH"] = os.pathsep.join([str(venv_bin()), str(REPO / "node_modules" / ".bin"), env.get("PATH", "")])
     return env
 
 
@@ -85,6 +86,11 @@ def tool_versions() -> str:
         versions.append(f"CDK CLI {out.stdout.split()[0]}" if out.stdout else "CDK CLI ?")
     except (OSError, subprocess.SubprocessError):
         versions.append("CDK CLI ?")
+    try:
+        out = subprocess.run(["node", "--version"], env=cdk_env(), capture_output=True, text=True, timeout=60)
+        versions.append(f"Node {out.stdout.strip().lstrip('v') or '?'}")
+    except (OSError, subprocess.SubprocessError):
+        versions.append("Node ?")
     try:
         from importlib.metadata import version
 

@@ -5,8 +5,11 @@
 Each round runs, in alternating order, `cdk synth --no-notices -q -o <fresh dir>` of
 (a) the default app at the repository root (default `hyperpod.yaml`), and
 (b) an empty CDK app (one empty `Stack`, same venv, same CLI, same flags and same feature flags from `cdk.json`)
-in a temporary folder. Prints a Markdown section with the medians, the median of the per-round ratios, and the CLI's
-own performance counters (where the time goes); `--write` puts it into the `## Synth time` section of BENCHMARKS.md.
+in a temporary folder, and
+(c) the same empty app with aws-cdk-lib's built-in CloudFormation validator off, as the default app has it.
+Prints a Markdown section with the medians, the median of the per-round ratios, and the CLI's own performance counters
+(where the time goes); `--write` puts it into the `## Synth time` section of BENCHMARKS.md. The headline figure is the
+like-for-like ratio (a) / (c): what this library adds to a synth; (a) / (b) is shown beside it.
 """
 
 from __future__ import annotations
@@ -87,9 +90,11 @@ def markdown(result: dict[str, object], rounds: int) -> str:
     counters: dict[str, list[dict[str, float]]] = result["counters"]  # type: ignore[assignment]
     cpu: dict[str, list[float]] = result["cpu"]  # type: ignore[assignment]
     ratios: list[float] = result["ratios"]  # type: ignore[assignment]
+    like_for_like: list[float] = result["like_for_like"]  # type: ignore[assignment]
     md, me, ratio = median(times["default"]), median(times["empty"]), median(ratios)
-    cd, ce = median(cpu["default"]), median(cpu["empty"])
-    verdict = "meets" if ratio <= TARGET else "misses"
+    mb, headline = median(times["empty-no-validator"]), median(like_for_like)
+    cd, ce, cb = median(cpu["default"]), median(cpu["empty"]), median(cpu["empty-no-validator"])
+    verdict = "meets" if headline <= TARGET else "misses"
     lines = [
         "`python benchmarks/synth.py --rounds N`: wall time of `cdk synth --no-notices -q -o <fresh dir>`, the default "
         "app (default `hyperpod.yaml`: one endpoint, kubectl delivery, cdk-nag on) against an empty CDK app (one empty "
@@ -106,14 +111,14 @@ def markdown(result: dict[str, object], rounds: int) -> str:
         "CPU is user + system time of the CLI and the processes it waited for (the app, the jsii kernel); it is less "
         "sensitive than wall time to other load on the shared cores.",
         "",
-        f"**Ratio default / empty: {ratio:.2f}×** (median of the per-round ratios "
-        f"{' / '.join(f'{x:.2f}' for x in ratios)}; ratio of medians {md / me:.2f}×; CPU ratio {cd / ce:.2f}×). "
-        f"Target ≤ {TARGET}×: {verdict}.",
+        f"**Like for like, default / empty app with the built-in validator off: {headline:.2f}×** (median of the "
+        f"per-round ratios {' / '.join(f'{x:.2f}' for x in like_for_like)}; ratio of medians {md / mb:.2f}×; CPU ratio "
+        f"{cd / cb:.2f}×). Target ≤ {TARGET}×: {verdict}. Both apps then leave out aws-cdk-lib's built-in "
+        "CloudFormation validator, which the default app turns off because cfn-lint covers it in the tests "
+        "(`-c cfnValidation=true` turns it back on), so this is what the library itself adds to a synth.",
         "",
-        f"Like for like (both apps without aws-cdk-lib's built-in CloudFormation validator, which the default app turns "
-        f"off because cfn-lint covers it in the tests; `-c cfnValidation=true` turns it back on): "
-        f"**{median(result['like_for_like']):.2f}×** (per round "  # type: ignore[arg-type]
-        f"{' / '.join(f'{x:.2f}' for x in result['like_for_like'])}).",  # type: ignore[union-attr]
+        f"Against an empty app with the validator on (CDK's default): {ratio:.2f}× (per round "
+        f"{' / '.join(f'{x:.2f}' for x in ratios)}; ratio of medians {md / me:.2f}×; CPU ratio {cd / ce:.2f}×).",
     ]
     rows = [(key, *(counter_median(counters[c], key) for c in ("default", "empty", "empty-no-validator")))
             for key in COUNTERS]
