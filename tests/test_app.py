@@ -23,3 +23,19 @@ def test_validation_failed_reads_the_plugin_report(tmp_path):
     assert validation_failed(str(tmp_path)) is False
     report.write_text(json.dumps({"pluginReports": [{"pluginName": "AwsSolutions", "conclusion": "failure"}]}))
     assert validation_failed(str(tmp_path)) is True
+
+
+def test_a_construct_prop_error_is_not_printed_as_a_config_error(monkeypatch, capsys):
+    # GIVEN a construct that refuses its props (a ValueError, not a ConfigError)
+    from hyperpod_inference import app
+
+    def refuse(*_args, **_kwargs):
+        raise ValueError("DataCaptureStorage Default/DataCapture: invalid props: bucket and bucket_name: give one")
+
+    monkeypatch.setattr(app, "build", refuse)
+    monkeypatch.delenv("HYPERPOD_TRACEBACK", raising=False)
+    # WHEN the app runs THEN it fails with the construct's words, never called a config error
+    assert app.main() == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error:\n") and "config error" not in err and "bucket and bucket_name" in err
+
