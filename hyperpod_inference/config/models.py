@@ -39,10 +39,12 @@ from .production import (
     NodeAffinity,
     PdSpec,
     Probes,
+    PrometheusTrigger,
     RequestLimits,
     Tag,
     crd,
     resource_problems,
+    trigger_locations,
 )
 
 Loc = tuple[str | int, ...]
@@ -521,6 +523,10 @@ class Endpoint(Strict):
                 e.append(_err(("weightCache", "mode"), "operator mode needs instances with instance-store NVMe (the "
                               "operator's cache does not support EBS-only instances); "
                               f"{', '.join(self.placement_types() or ['the placement'])} is not known to have it"))
+        if self.spec_overrides:
+            for path, key in prod_facts.override_conflicts(self.spec_overrides, self.kind):
+                e.append(_err(("specOverrides", *path.split(".")),
+                              f"spec.{path} is written or modelled by the library; use {key}"))
         _raise_all(type(self), e)
         return self
 
@@ -698,6 +704,19 @@ class HyperPodConfig(Strict):
                     e.append(_err(at + ("sagemakerEndpointName",),
                                   f"duplicate SageMaker endpoint name (also endpoints[{sm_names[low]}])"))
                 sm_names.setdefault(low, i)
+            for crd_path, loc, value in (
+                    ("spec.loadBalancer.idleTimeoutSeconds", ("loadBalancer", "idleTimeoutSeconds"),
+                     ep.load_balancer.idle_timeout_seconds if ep.load_balancer else None),
+                    ("spec.modelCacheConfig.imageCache", ("imageCache",), ep.image_cache)):
+                if value is not None and not prod_facts.version_has(self.operator.version, crd_path):
+                    e.append(_err(at + loc, f"needs operator.version {prod_facts.FIELD_SINCE[crd_path]} or later "
+                                  f"(have {self.operator.version}; {crd_path} is not in its CRD)"))
+            for loc, trigger in trigger_locations(ep):
+                if isinstance(trigger, PrometheusTrigger):
+                    m = prod_facts.AMP_WORKSPACE_RE.match(trigger.server_address)
+                    if m and m.group(1) != region:
+                        e.append(_err(at + loc + ("serverAddress",), f"the workspace must be in env.region ({region}):"
+                                      " KEDA queries it with the stack's role", trigger.server_address))
             if ep.weight_cache.mode == "operator" and self.operator.version < "v3.3":
                 e.append(_err(at + ("weightCache", "mode"),
                               f"operator mode needs operator.version v3.3 or later (have {self.operator.version})"))

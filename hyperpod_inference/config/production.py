@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from ..facts import production as f
+from .warnings import ConfigWarning, endpoint_rule
 
 
 class _Strict(BaseModel):
@@ -435,3 +436,105 @@ def dump(model: BaseModel | None) -> Any:
     if model is None:
         return None
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# --------------------------------------------------------------------------------------- where the triggers are
+Loc = tuple[str | int, ...]
+
+
+def autoscaling_locations(ep: Any) -> list[tuple[Loc, AutoScalingSpec]]:
+    """Every autoScalingSpec of an endpoint with its config path (top level, intelligent routing, prefill/decoding)."""
+    out: list[tuple[Loc, AutoScalingSpec]] = []
+    if ep.auto_scaling_spec is not None:
+        out.append((("autoScalingSpec",), ep.auto_scaling_spec))
+    irs = ep.intelligent_routing_spec
+    if irs is not None and irs.auto_scaling_spec is not None:
+        out.append((("intelligentRoutingSpec", "autoScalingSpec"), irs.auto_scaling_spec))
+    pd = ep.pd_spec
+    if pd is not None and pd.auto_scaling_spec is not None:
+        for key in ("prefillAutoScaling", "decodingAutoScaling"):
+            spec = getattr(pd.auto_scaling_spec, "prefill_auto_scaling" if key.startswith("p") else "decoding_auto_scaling")
+            if spec is not None:
+                out.append((("pdSpec", "autoScalingSpec", key), spec))
+    return out
+
+
+def trigger_locations(ep: Any) -> list[tuple[Loc, CloudWatchTrigger | PrometheusTrigger]]:
+    """Every trigger the operator will use (the list form wins over the single one), with its config path."""
+    out: list[tuple[Loc, CloudWatchTrigger | PrometheusTrigger]] = []
+    for loc, spec in autoscaling_locations(ep):
+        for single, many in (("cloudWatchTrigger", "cloudWatchTriggerList"),
+                             ("prometheusTrigger", "prometheusTriggerList")):
+            listed = getattr(spec, "cloud_watch_trigger_list" if single.startswith("c") else "prometheus_trigger_list")
+            one = getattr(spec, "cloud_watch_trigger" if single.startswith("c") else "prometheus_trigger")
+            if listed:
+                out += [(loc + (many, i), t) for i, t in enumerate(listed)]
+            elif one is not None:
+                out.append((loc + (single,), one))
+    return out
+
+
+def _path(loc: Loc) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+# --------------------------------------------------------------------------------------------------- warnings
+@endpoint_rule
+def _production_warnings(ep: Any, config: Any) -> list[ConfigWarning]:
+    w: list[ConfigWarning] = []
+    if ep.sagemaker_endpoint_name and (ep.instance_types is not None or ep.node_affinity is not None):
+        key = "instanceTypes" if ep.instance_types is not None else "nodeAffinity"
+        w.append(ConfigWarning("placementRegistration", key, "with instanceTypes or nodeAffinity, how the operator "
+                               "fills the SageMaker endpoint registration's instance type is not documented"))
+    for loc, spec in autoscaling_locations(ep):
+        at = _path(loc)
+        if loc == ("autoScalingSpec",) and not spec.min_replicas <= ep.replicas <= spec.max_replicas:
+            w.append(ConfigWarning("replicasOutsideAutoscaling", "replicas", f"replicas ({ep.replicas}) is outside "
+                                   f"{at}'s range [{spec.min_replicas}, {spec.max_replicas}]; KEDA will move it"))
+        for single, many, kind in ((spec.cloud_watch_trigger, spec.cloud_watch_trigger_list, "cloudWatchTrigger"),
+                                   (spec.prometheus_trigger, spec.prometheus_trigger_list, "prometheusTrigger")):
+            if single is not None and many:
+                w.append(ConfigWarning("triggerSingleAndList", f"{at}.{kind}", f"both {kind} and {kind}List are "
+                                       f"set; the operator uses only {kind}List"))
+        if spec.min_replicas > 0:
+            for tloc, trig in trigger_locations(ep):
+                if tloc[:len(loc)] == loc and len(tloc) > len(loc) and tloc[len(loc)] in (
+                        "cloudWatchTrigger", "cloudWatchTriggerList", "prometheusTrigger", "prometheusTriggerList") \
+                        and trig.activation_target_value is not None:
+                    w.append(ConfigWarning("activationWithMinReplicas", _path(tloc) + ".activationTargetValue",
+                                           f"activationTargetValue only matters when scaling from zero; {at}."
+                                           f"minReplicaCount is {spec.min_replicas}"))
+        if spec.min_replicas == 0 and ep.verify is not None:
+            w.append(ConfigWarning("scaleToZeroVerify", f"{at}.minReplicaCount", "minReplicaCount 0 with verify: "
+                                   "the endpoint may have scaled to zero when the check invokes it"))
+    kv = ep.kv_cache_spec
+    if kv is not None:
+        if ep.effective_runtime == "custom":
+            w.append(ConfigWarning("kvCacheCustomRuntime", "kvCacheSpec", "only vLLM / LMCache images are known to "
+                                   "work with the operator's KV cache"))
+        if kv.l2_cache_spec is not None and kv.l2_cache_spec.l2_cache_backend == "redis":
+            w.append(ConfigWarning("l2CacheRedisIgnored", "kvCacheSpec.l2CacheSpec.l2CacheBackend", "the operator "
+                                   "ignores the redis backend today (aws/sagemaker-hyperpod-cli issue #431)"))
+    if ep.intelligent_routing_spec is not None:
+        w.append(ConfigWarning("intelligentRouting", "intelligentRoutingSpec", "the operator refuses adding "
+                               "intelligentRoutingSpec to an existing deployment, and it moves the Ingress to "
+                               "hyperpod-inference-system"))
+    if not ep.sagemaker_endpoint_name:
+        for key, value in (("tags", ep.tags), ("modelVersion", ep.model_version)):
+            if value is not None:
+                w.append(ConfigWarning("sagemakerFieldWithoutEndpoint", key, f"{key} applies to the SageMaker "
+                                       "endpoint, and sagemakerEndpointName is not set"))
+    if ep.max_deploy_time_in_seconds is not None and ep.verify is not None \
+            and ep.max_deploy_time_in_seconds > ep.verify.timeout_minutes * 60:
+        w.append(ConfigWarning("deployTimeBeyondVerify", "maxDeployTimeInSeconds", f"the deployment may take up to "
+                               f"{ep.max_deploy_time_in_seconds} s, longer than verify waits "
+                               f"({ep.verify.timeout_minutes} min)"))
+    if ep.weight_cache.mode == "daemonset" and not ep.is_jumpstart:
+        facts = ep.instance
+        if facts is None or not facts.nvme:
+            w.append(ConfigWarning("weightCacheWithoutNvme", "weightCache.mode", "the instance is not known to have "
+                                   "instance-store NVMe: the cache lands on the root disk (within minFreePercent)"))
+    if ep.spec_overrides:
+        paths = ", ".join(f"spec.{p}" for p in f.override_leaves(ep.spec_overrides))
+        w.append(ConfigWarning("specOverrides", "specOverrides", f"merged into the resource unvalidated: {paths}"))
+    return w
