@@ -8,8 +8,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..facts.production import PATTERN_DESCRIPTIONS as PRODUCTION_PATTERNS
 from .models import HyperPodConfig
-from .rules import PATTERN_DESCRIPTIONS
+from .rules import PATTERN_DESCRIPTIONS as _PATTERNS
+
+PATTERN_DESCRIPTIONS = {**_PATTERNS, **PRODUCTION_PATTERNS}
 
 
 class ConfigError(ValueError):

@@ -27,7 +27,7 @@ from . import rules
 from .production import (
     AdditionalConfig,
     AutoScalingSpec,
-    EnvFrom,
+    EnvValue,
     ImageCache,
     IntelligentRoutingSpec,
     JsmRoleArn,
@@ -420,7 +420,7 @@ class Endpoint(Strict):
         "spec.worker.command", description="runtime: custom only (the presets set their own).")
     args: list[str] | None = None
     working_dir: AbsolutePath | None = crd("spec.worker.workingDir")
-    env: dict[EnvName, str | EnvFrom] | None = None
+    env: dict[EnvName, EnvValue] | None = None
     resources: Resources | None = None
     probes: Probes | None = crd("spec.worker.probes")
     request_limits: RequestLimits | None = crd("spec.worker.requestLimits")

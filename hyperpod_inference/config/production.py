@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -331,6 +331,24 @@ class EnvFrom(_Strict):
     """``env: {NAME: {valueFrom: ...}}`` (InferenceEndpointConfig only)."""
 
     value_from: EnvVarSource = crd_required("valueFrom")
+
+
+def _env_value(v: Any) -> str | EnvFrom:
+    # A plain validator (not a str | EnvFrom union) so errors name env.<NAME>.valueFrom..., not the union's branches.
+    if isinstance(v, (str, EnvFrom)):
+        return v
+    if isinstance(v, dict):
+        return EnvFrom.model_validate(v)
+    raise PydanticCustomError("env", "must be a string or {valueFrom: {secretKeyRef | configMapKeyRef | fieldRef | "
+                              "resourceFieldRef}}")
+
+
+EnvValue = Annotated[Any, PlainValidator(_env_value), WithJsonSchema({"anyOf": [
+    {"type": "string"},
+    {"type": "object", "required": ["valueFrom"], "additionalProperties": False,
+     "properties": {"valueFrom": {"type": "object", "description": "core/v1 EnvVarSource (one of secretKeyRef, "
+                                                                  "configMapKeyRef, fieldRef, resourceFieldRef)"}}},
+]})]
 
 
 # ----------------------------------------------------------------------------------------------------- node affinity
