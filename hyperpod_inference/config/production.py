@@ -359,6 +359,9 @@ class NodeSelectorRequirement(_Strict):
 
     @model_validator(mode="after")
     def _values(self) -> NodeSelectorRequirement:
+        if self.key in f.MISSPELLED_NODE_LABELS:
+            raise PydanticCustomError("label", "no node carries the label {key}; it is {real}",
+                                      {"key": self.key, "real": f.MISSPELLED_NODE_LABELS[self.key]})
         n = len(self.values or [])
         if self.operator in ("In", "NotIn") and n == 0:
             raise PydanticCustomError("values", "operator {op} needs values", {"op": self.operator})

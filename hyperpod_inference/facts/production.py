@@ -54,6 +54,9 @@ RESOURCE_NAME = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 
 AMP_WORKSPACE_RE = re.compile(AMP_WORKSPACE_URL)
+# Node label keys users write that no node carries (samples/README: the term never matches), with the real one.
+MISSPELLED_NODE_LABELS = {"node.kubernetes.io/instanceType": "node.kubernetes.io/instance-type",
+                          "kubernetes.io/instance-type": "node.kubernetes.io/instance-type"}
 
 # --- extended resources -------------------------------------------------------------------------------------------
 NVIDIA_GPU = "nvidia.com/gpu"

@@ -152,6 +152,11 @@ INVALID = [
             {"key": "topology.kubernetes.io/zone", "operator": "In"}]}]}}),
      "endpoints[0].nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
      ".matchExpressions[0]", "needs values"),
+    ("affinity-misspelled-instance-type-label", config(instanceType=None, resources={"gpus": 1}, nodeAffinity={
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [
+            {"key": "node.kubernetes.io/instanceType", "operator": "In", "values": ["ml.g5.8xlarge"]}]}}]}),
+     "endpoints[0].nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0]",
+     "it is node.kubernetes.io/instance-type"),
     ("initial-replica-count-not-offered", config(InitialReplicaCount=2), "endpoints[0].InitialReplicaCount",
      "Extra inputs"),
 ]
