@@ -7,21 +7,11 @@ tolerations, the inference gateway). The config refuses a patch on any path the 
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from ..facts.production import merge_patch
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 section 2: objects merge recursively, ``null`` deletes, anything else (arrays too) replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+__all__ = ["apply_spec_overrides", "merge_patch"]
 
 
 def apply_spec_overrides(resource: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:

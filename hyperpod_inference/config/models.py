@@ -116,6 +116,9 @@ class Operator(Strict):
     keda_role_arn: RoleArn | None = None
     s3_csi_driver_role_arn: RoleArn | None = None
     execution_role_arn: RoleArn | None = None  # install: existing: the operator's role (feature policies attach to it)
+    addon_configuration_overrides: dict[str, Any] | None = Field(
+        default=None, description="install: addon only: an RFC 7386 merge patch applied last to the add-on's "
+                                  "configurationValues (refused on the keys the library sets).")
 
     @model_validator(mode="after")
     def _install_rules(self) -> Operator:
@@ -137,6 +140,12 @@ class Operator(Strict):
                                self.dependencies))
         if self.addon_version and self.install != "addon":
             errors.append(_err(("addonVersion",), "only used with install: addon", self.addon_version))
+        if self.addon_configuration_overrides is not None:
+            if self.install != "addon":
+                errors.append(_err(("addonConfigurationOverrides",), "only used with install: addon"))
+            for path, key in prod_facts.addon_override_conflicts(self.addon_configuration_overrides):
+                errors.append(_err(("addonConfigurationOverrides", *path.split(".")),
+                                   f"set by the library; use {key}"))
         _raise_all(type(self), errors)
         return self
 

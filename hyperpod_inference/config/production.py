@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from ..facts import production as f
-from .warnings import ConfigWarning, endpoint_rule
+from .warnings import ConfigWarning, config_rule, endpoint_rule
 
 
 class _Strict(BaseModel):
@@ -558,4 +558,26 @@ def _production_warnings(ep: Any, config: Any) -> list[ConfigWarning]:
     if ep.spec_overrides:
         paths = ", ".join(f"spec.{p}" for p in f.override_leaves(ep.spec_overrides))
         w.append(ConfigWarning("specOverrides", "specOverrides", f"merged into the resource unvalidated: {paths}"))
+    return w
+
+
+@config_rule
+def _addon_warnings(config: Any) -> list[ConfigWarning]:
+    op = config.operator
+    w: list[ConfigWarning] = []
+    if op.install == "addon" and op.addon_version and op.addon_version != f.ADDON_VERSIONS.get(op.version):
+        newer = f.NEWER_ADDON_VERSIONS.get(op.addon_version)
+        detail = (f"it installs operator {newer}, whose CRD is not available to validate against" if newer
+                  else "the library has not validated it")
+        if op.addon_version.startswith("v2."):
+            detail += "; v2.x reads other configuration keys (inferenceOperator.*, inferenceGateway.*) and its " \
+                      "schema is unknown, so the configurationValues written for v1.x may not apply"
+        w.append(ConfigWarning("addonVersionUnvalidated", "operator.addonVersion",
+                               f"{op.addon_version} is not the add-on of operator.version {op.version} "
+                               f"({f.ADDON_VERSIONS.get(op.version)}): {detail}; operator.version stays the field "
+                               "set the config validates"))
+    if op.addon_configuration_overrides:
+        paths = ", ".join(f.override_leaves(op.addon_configuration_overrides))
+        w.append(ConfigWarning("addonConfigurationOverrides", "operator.addonConfigurationOverrides",
+                               f"merged into the add-on's configurationValues unvalidated: {paths}"))
     return w

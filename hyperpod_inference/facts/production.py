@@ -11,7 +11,9 @@ Patterns are anchored and escaped. Where the CRD's own pattern is looser, the on
 
 from __future__ import annotations
 
+import copy
 import re
+from typing import Any
 
 # --- enums --------------------------------------------------------------------------------------------------------
 METRIC_TYPES = ("Value", "Average")  # autoScalingSpec.*Trigger*.metricType
@@ -213,6 +215,54 @@ def override_conflicts(patch: dict, kind: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for leaf in override_leaves(patch):
         for path, key in modelled.items():
+            if leaf == path or leaf.startswith(path + ".") or path.startswith(leaf + "."):
+                out.append((leaf, key))
+                break
+    return out
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 section 2: objects merge recursively, ``null`` deletes, anything else (arrays too) replaces.
+    Returns a new value; neither input is changed."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+# --- the operator add-on's configurationValues ------------------------------------------------------------------
+# Keys the library sets (constructs/operator.py OperatorAddon.configuration), with the config key to use instead.
+ADDON_CONFIGURATION_PATHS: dict[str, str] = {
+    "executionRoleArn": "operator.executionRoleArn (install: existing) or the role the stack creates",
+    "tlsCertificateS3Bucket": "operator.tlsBucketName",
+    "hyperpodClusterArn": "cluster.hyperpodClusterArn",
+    "enableCustomServiceAccounts": "weightCache.mode: daemonset (turns it on when an endpoint needs it)",
+    "jumpstartGatedModelDownloadRoleArn": "the gated-model role the stack creates",
+    "alb.enabled": "nothing (the operator needs its ALB controller)",
+    "alb.serviceAccount": "operator.albControllerRoleArn",
+    "keda.enabled": "nothing (autoscaling needs KEDA)",
+    "keda.auth": "operator.kedaRoleArn",
+}
+# The add-on version each validated operator version installs, and newer ones that may be pinned unvalidated.
+ADDON_VERSIONS: dict[str, str] = {"v3.2": "v1.3.0-eksbuild.1", "v3.3": "v1.4.0-eksbuild.1"}
+NEWER_ADDON_VERSIONS: dict[str, str] = {
+    "v1.5.0-eksbuild.1": "v3.4",
+    "v2.0.0-eksbuild.1": "v3.6",
+    "v2.0.0-eksbuild.2": "v3.6",
+    "v2.1.0-eksbuild.1": "v3.7",
+}
+
+
+def addon_override_conflicts(patch: dict) -> list[tuple[str, str]]:
+    """(patch path, config key to use instead) for every path of ``patch`` on a key the library sets."""
+    out: list[tuple[str, str]] = []
+    for leaf in override_leaves(patch):
+        for path, key in ADDON_CONFIGURATION_PATHS.items():
             if leaf == path or leaf.startswith(path + ".") or path.startswith(leaf + "."):
                 out.append((leaf, key))
                 break

@@ -270,3 +270,61 @@ def test_the_spec_overrides_warning_lists_the_paths():
     (warning,) = [w for w in endpoint_warnings(ep) if w.id == "specOverrides"]
     assert "spec.inferenceGateway.enabled" in warning.message
     assert "spec.kubernetes.podTemplateAnnotations.a" in warning.message
+
+
+# ------------------------------------------------------------------------- operator.addonConfigurationOverrides
+def operator_config(**operator):
+    data = config()
+    data["operator"] = {**data.get("operator", {}), **operator}
+    return data
+
+
+@pytest.mark.parametrize(("overrides", "path", "words"), [
+    ({"executionRoleArn": "arn:aws:iam::111122223333:role/x"}, "operator.addonConfigurationOverrides.executionRoleArn",
+     "use operator.executionRoleArn"),
+    ({"keda": {"auth": {"aws": {"irsa": {"roleArn": "arn:aws:iam::111122223333:role/k"}}}}},
+     "operator.addonConfigurationOverrides.keda.auth.aws.irsa.roleArn", "use operator.kedaRoleArn"),
+    ({"alb": None}, "operator.addonConfigurationOverrides.alb", "set by the library"),
+    ({"tlsCertificateS3Bucket": "b"}, "operator.addonConfigurationOverrides.tlsCertificateS3Bucket",
+     "operator.tlsBucketName"),
+])
+def test_addon_overrides_are_refused_on_keys_the_library_sets(overrides, path, words):
+    with pytest.raises(ConfigError) as err:
+        parse_config(operator_config(addonConfigurationOverrides=overrides))
+    assert any(p == path and words in m for p, m in err.value.problems), err.value.problems
+
+
+def test_addon_overrides_need_the_addon_install():
+    data = operator_config(install="existing", dependencies="existing",
+                           executionRoleArn="arn:aws:iam::111122223333:role/SageMakerHyperPodInferenceOp",
+                           addonConfigurationOverrides={"keda": {"resources": {}}})
+    with pytest.raises(ConfigError) as err:
+        parse_config(data)
+    assert ("operator.addonConfigurationOverrides", "only used with install: addon") in err.value.problems
+
+
+def test_addon_overrides_elsewhere_are_accepted_merged_last_and_warned():
+    from hyperpod_inference.config.warnings import config_warnings
+    from hyperpod_inference.facts.production import merge_patch
+
+    overrides = {"keda": {"resources": {"limits": {"memory": "1Gi"}}}, "logging": {"level": "debug"}}
+    cfg = parse_config(operator_config(addonConfigurationOverrides=overrides))
+    merged = merge_patch({"keda": {"enabled": True, "auth": {"aws": {}}}}, cfg.operator.addon_configuration_overrides)
+    assert merged == {"keda": {"enabled": True, "auth": {"aws": {}}, "resources": {"limits": {"memory": "1Gi"}}},
+                      "logging": {"level": "debug"}}
+    ids = {w.id: w.message for w in config_warnings(cfg)}
+    assert "keda.resources.limits.memory" in ids["addonConfigurationOverrides"]
+
+
+@pytest.mark.parametrize(("version", "words"), [
+    ("v1.5.0-eksbuild.1", "operator v3.4"), ("v2.0.0-eksbuild.2", "v2.x reads other configuration keys"),
+    ("v2.1.0-eksbuild.1", "v2.x reads other configuration keys"),
+])
+def test_a_newer_addon_version_is_pinnable_with_a_warning(version, words):
+    from hyperpod_inference.config.warnings import config_warnings
+
+    cfg = parse_config(operator_config(addonVersion=version))
+    (warning,) = [w for w in config_warnings(cfg) if w.id == "addonVersionUnvalidated"]
+    assert words in warning.message and warning.path == "operator.addonVersion"
+    assert not [w for w in config_warnings(parse_config(operator_config(addonVersion="v1.4.0-eksbuild.1")))
+                if w.id == "addonVersionUnvalidated"]
