@@ -191,3 +191,26 @@ def test_merge_patch_follows_rfc_7386():
     assert merge_patch({"e": None}, {"a": 1}) == {"e": None, "a": 1}
     assert merge_patch([1, 2], {"a": "b", "c": None}) == {"a": "b"}
     assert merge_patch({}, {"a": {"bb": {"ccc": None}}}) == {"a": {"bb": {}}}
+
+
+def test_the_documented_production_example_loads_renders_and_validates():
+    # GIVEN the complete example of docs/production-settings.md WHEN loaded and rendered THEN strictly valid, with
+    # exactly the warning the page announces
+    import re
+    from pathlib import Path
+
+    from hyperpod_inference.config.warnings import endpoint_warnings
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "production-settings.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if b.startswith("endpoints:"))
+    data = copy.deepcopy(BASE)
+    data["endpoints"] = yaml.safe_load(block)["endpoints"]
+    ep = parse_config(data).endpoints[0]
+    assert [w.id for w in endpoint_warnings(ep)] == ["placementRegistration"]
+    cr = build_custom_resource(ep, WIRING)
+    assert crd_errors(cr, "v3.3") == []
+    spec = cr["spec"]
+    assert spec["autoScalingSpec"]["minReplicaCount"] == 0 and spec["instanceTypes"] == ["ml.g5.12xlarge",
+                                                                                         "ml.g6.12xlarge"]
+    assert spec["worker"]["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+    assert spec["metrics"]["modelMetrics"] == {"port": 8000}
