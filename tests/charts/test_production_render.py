@@ -214,3 +214,24 @@ def test_the_documented_production_example_loads_renders_and_validates():
                                                                                          "ml.g6.12xlarge"]
     assert spec["worker"]["resources"]["limits"] == {"nvidia.com/gpu": "4"}
     assert spec["metrics"]["modelMetrics"] == {"port": 8000}
+
+
+def test_a_whole_stack_with_production_fields_synthesizes_and_its_review_manifest_shows_the_overrides(tmp_path):
+    # GIVEN the documented example plus specOverrides beside the default endpoint WHEN synthesized (cdk-nag on)
+    import re
+    from pathlib import Path
+
+    from tests.synth_helpers import synth_config
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "production-settings.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if b.startswith("endpoints:"))
+    data = copy.deepcopy(BASE)
+    (ep,) = yaml.safe_load(block)["endpoints"]
+    ep["specOverrides"] = {"tolerations": OVERRIDES["tolerations"]}
+    data["endpoints"].append(ep)
+    synth = synth_config(data, tmp_path / "out")
+    # THEN the review manifest carries the custom resource with the production fields and the override
+    (cr,) = [o for o in synth.custom_resources() if o["metadata"]["name"] == "llama-chat"]
+    assert cr["spec"]["tolerations"] == OVERRIDES["tolerations"]
+    assert cr["spec"]["autoScalingSpec"]["cloudWatchTrigger"]["metricName"] == "RequestCountPerTarget"
+    assert crd_errors({**cr, "spec": {k: v for k, v in cr["spec"].items() if k != "tolerations"}}, "v3.3") == []
