@@ -144,7 +144,7 @@ class Operator(Strict):
             if self.install != "addon":
                 errors.append(_err(("addonConfigurationOverrides",), "only used with install: addon"))
             for path, key in prod_facts.addon_override_conflicts(self.addon_configuration_overrides):
-                errors.append(_err(("addonConfigurationOverrides", *path.split(".")),
+                errors.append(_err(("addonConfigurationOverrides", *path),
                                    f"set by the library; use {key}"))
         _raise_all(type(self), errors)
         return self
@@ -534,8 +534,8 @@ class Endpoint(Strict):
                               f"{', '.join(self.placement_types() or ['the placement'])} is not known to have it"))
         if self.spec_overrides:
             for path, key in prod_facts.override_conflicts(self.spec_overrides, self.kind):
-                e.append(_err(("specOverrides", *path.split(".")),
-                              f"spec.{path} is written or modelled by the library; use {key}"))
+                e.append(_err(("specOverrides", *path),
+                              f"spec.{prod_facts.dotted(path)} is written or modelled by the library; use {key}"))
         _raise_all(type(self), e)
         return self
 

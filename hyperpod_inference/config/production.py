@@ -556,7 +556,7 @@ def _production_warnings(ep: Any, config: Any) -> list[ConfigWarning]:
             w.append(ConfigWarning("weightCacheWithoutNvme", "weightCache.mode", "the instance is not known to have "
                                    "instance-store NVMe: the cache lands on the root disk (within minFreePercent)"))
     if ep.spec_overrides:
-        paths = ", ".join(f"spec.{p}" for p in f.override_leaves(ep.spec_overrides))
+        paths = ", ".join(f"spec.{f.dotted(p)}" for p in f.override_leaves(ep.spec_overrides))
         w.append(ConfigWarning("specOverrides", "specOverrides", f"merged into the resource unvalidated: {paths}"))
     return w
 
@@ -577,7 +577,7 @@ def _addon_warnings(config: Any) -> list[ConfigWarning]:
                                f"({f.ADDON_VERSIONS.get(op.version)}): {detail}; operator.version stays the field "
                                "set the config validates"))
     if op.addon_configuration_overrides:
-        paths = ", ".join(f.override_leaves(op.addon_configuration_overrides))
+        paths = ", ".join(f.dotted(p) for p in f.override_leaves(op.addon_configuration_overrides))
         w.append(ConfigWarning("addonConfigurationOverrides", "operator.addonConfigurationOverrides",
                                f"merged into the add-on's configurationValues unvalidated: {paths}"))
     return w

@@ -195,12 +195,15 @@ MODELLED_SPEC_PATHS: dict[str, dict[str, str]] = {
 }
 
 
-def override_leaves(patch: dict, prefix: str = "") -> list[str]:
+Path = tuple[str, ...]
+
+
+def override_leaves(patch: dict, prefix: Path = ()) -> list[Path]:
     """The paths a merge patch sets (RFC 7386: an object recurses; anything else, arrays and null included,
-    replaces the value at its path)."""
-    out: list[str] = []
+    replaces the value at its path). Paths are tuples: keys may contain dots (annotation keys)."""
+    out: list[Path] = []
     for key, value in patch.items():
-        path = f"{prefix}.{key}" if prefix else str(key)
+        path = prefix + (str(key),)
         if isinstance(value, dict) and value:
             out += override_leaves(value, path)
         else:
@@ -208,17 +211,27 @@ def override_leaves(patch: dict, prefix: str = "") -> list[str]:
     return out
 
 
-def override_conflicts(patch: dict, kind: str) -> list[tuple[str, str]]:
-    """(patch path, config key to use instead) for every path of ``patch`` that equals, lies inside or contains a
-    path the library writes or models for ``kind``."""
-    modelled = MODELLED_SPEC_PATHS[kind]
-    out: list[tuple[str, str]] = []
+def dotted(path: Path) -> str:
+    return ".".join(path)
+
+
+def _conflicts(patch: dict, modelled: dict[str, str]) -> list[tuple[Path, str]]:
+    """(patch path, config key to use instead) for every patch path that equals, lies inside or contains a path in
+    ``modelled``."""
+    out: list[tuple[Path, str]] = []
     for leaf in override_leaves(patch):
         for path, key in modelled.items():
-            if leaf == path or leaf.startswith(path + ".") or path.startswith(leaf + "."):
+            parts = tuple(path.split("."))
+            shorter = min(len(parts), len(leaf))
+            if leaf[:shorter] == parts[:shorter]:
                 out.append((leaf, key))
                 break
     return out
+
+
+def override_conflicts(patch: dict, kind: str) -> list[tuple[Path, str]]:
+    """Conflicts of a ``specOverrides`` patch with the spec paths the library writes or models for ``kind``."""
+    return _conflicts(patch, MODELLED_SPEC_PATHS[kind])
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -258,12 +271,6 @@ NEWER_ADDON_VERSIONS: dict[str, str] = {
 }
 
 
-def addon_override_conflicts(patch: dict) -> list[tuple[str, str]]:
-    """(patch path, config key to use instead) for every path of ``patch`` on a key the library sets."""
-    out: list[tuple[str, str]] = []
-    for leaf in override_leaves(patch):
-        for path, key in ADDON_CONFIGURATION_PATHS.items():
-            if leaf == path or leaf.startswith(path + ".") or path.startswith(leaf + "."):
-                out.append((leaf, key))
-                break
-    return out
+def addon_override_conflicts(patch: dict) -> list[tuple[Path, str]]:
+    """Conflicts of an ``addonConfigurationOverrides`` patch with the keys the library sets."""
+    return _conflicts(patch, ADDON_CONFIGURATION_PATHS)

@@ -176,9 +176,11 @@ def test_no_override_path_used_in_the_tests_exists_in_the_crds(version):
     # GIVEN the override paths the tests use WHEN looked up in both CRDs THEN absent (else it is a field to model)
     from hyperpod_inference.facts.production import override_leaves
 
-    for leaf in override_leaves(OVERRIDES):
-        assert not _crd_has("InferenceEndpointConfig", version, leaf.split(".")), leaf
-        assert not _crd_has("JumpStartModel", version, leaf.split(".")), leaf
+    leaves = override_leaves(OVERRIDES)
+    assert len(leaves) == 4
+    for leaf in leaves:
+        assert not _crd_has("InferenceEndpointConfig", version, list(leaf)), leaf
+        assert not _crd_has("JumpStartModel", version, list(leaf)), leaf
 
 
 def test_merge_patch_follows_rfc_7386():

@@ -328,3 +328,10 @@ def test_a_newer_addon_version_is_pinnable_with_a_warning(version, words):
     assert words in warning.message and warning.path == "operator.addonVersion"
     assert not [w for w in config_warnings(parse_config(operator_config(addonVersion="v1.4.0-eksbuild.1")))
                 if w.id == "addonVersionUnvalidated"]
+
+
+def test_override_keys_with_dots_are_kept_whole():
+    # GIVEN an annotation key holding dots and a slash WHEN checked THEN it is one path segment, not a modelled path
+    ep = parse_config(config(specOverrides={"kubernetes": {"podTemplateAnnotations": {"example.com/volumes": "x"}}}))
+    (warning,) = [w for w in endpoint_warnings(ep.endpoints[0]) if w.id == "specOverrides"]
+    assert "spec.kubernetes.podTemplateAnnotations.example.com/volumes" in warning.message
