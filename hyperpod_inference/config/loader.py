@@ -12,7 +12,7 @@ from ..facts.production import PATTERN_DESCRIPTIONS as PRODUCTION_PATTERNS
 from .models import HyperPodConfig
 from .rules import PATTERN_DESCRIPTIONS as _PATTERNS
 
-PATTERN_DESCRIPTIONS = {**_PATTERNS, **PRODUCTION_PATTERNS}
+PATTERN_DESCRIPTIONS = {**PRODUCTION_PATTERNS, **_PATTERNS}
 
 
 class ConfigError(ValueError):

@@ -220,32 +220,43 @@ class HfToken(Strict):
         return self
 
 
+def _at(path: str) -> dict[str, Any]:
+    return {"json_schema_extra": {"x-crd-path": path}}
+
+
 class HuggingFaceSource(Strict):
-    model_id: Annotated[str, StringConstraints(pattern=rules.HF_MODEL_ID)]
-    commit_sha: Annotated[str, StringConstraints(pattern=rules.HF_COMMIT_SHA)] | None = Field(default=None, alias="commitSHA")
+    model_id: Annotated[str, StringConstraints(pattern=rules.HF_MODEL_ID)] = Field(
+        **_at("spec.modelSourceConfig.huggingFaceModel.modelId"))
+    commit_sha: Annotated[str, StringConstraints(pattern=rules.HF_COMMIT_SHA)] | None = Field(
+        default=None, alias="commitSHA", **_at("spec.modelSourceConfig.huggingFaceModel.commitSHA"))
     token: HfToken | None = None
-    prefetch: bool = True
+    prefetch: bool = Field(True, **_at("spec.modelSourceConfig.prefetchEnabled"))
 
 
 class S3Source(Strict):
-    bucket: BucketName
-    prefix: Annotated[str, StringConstraints(pattern=rules.S3_PREFIX, max_length=1024)] = ""
-    region: Annotated[str, StringConstraints(pattern=rules.REGION)] | None = None
+    bucket: BucketName = Field(**_at("spec.modelSourceConfig.s3Storage.bucketName"))
+    prefix: Annotated[str, StringConstraints(pattern=rules.S3_PREFIX, max_length=1024)] = Field(
+        "", **_at("spec.modelSourceConfig.modelLocation"))
+    region: Annotated[str, StringConstraints(pattern=rules.REGION)] | None = Field(
+        None, **_at("spec.modelSourceConfig.s3Storage.region"))
     kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None
     prefetch: bool | None = crd("spec.modelSourceConfig.prefetchEnabled")
 
 
 class FsxSource(Strict):
-    file_system_id: Annotated[str, StringConstraints(pattern=rules.FSX_ID)]
-    path: AbsolutePath = "/"
+    file_system_id: Annotated[str, StringConstraints(pattern=rules.FSX_ID)] = Field(
+        **_at("spec.modelSourceConfig.fsxStorage.fileSystemId"))
+    path: AbsolutePath = Field("/", **_at("spec.modelSourceConfig.modelLocation"))
     node_path: AbsolutePath | None = None  # where the file system is mounted on the nodes (daemonset cache source)
     prefetch: bool | None = crd("spec.modelSourceConfig.prefetchEnabled")
 
 
 class JumpStartSource(Strict):
-    model_id: Annotated[str, StringConstraints(pattern=rules.JUMPSTART_MODEL_ID, max_length=256)]
-    accept_eula: bool = False
-    model_hub_name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    model_id: Annotated[str, StringConstraints(pattern=prod_facts.JSM_MODEL_ID, max_length=63)] = Field(
+        **_at("spec.model.modelId"))
+    accept_eula: bool = Field(False, **_at("spec.model.acceptEula"))
+    model_hub_name: Annotated[str, StringConstraints(pattern=prod_facts.JSM_MODEL_ID, max_length=63)] | None = Field(
+        None, **_at("spec.model.modelHubName"))
     model_version: JumpStartModelVersion | None = crd(
         "spec.model.modelVersion", description="A version such as 1.0.0 (stricter than the CRD, whose pattern leaves "
                                                "the dots unescaped).")
@@ -420,7 +431,7 @@ class Endpoint(Strict):
         "spec.instanceTypes", description="Instance types in order of preference (exclusive with instanceType and "
                                           "nodeAffinity).")
     node_affinity: NodeAffinity | None = crd("spec.nodeAffinity")
-    replicas: Annotated[int, Field(ge=1, le=1000)] = 1
+    replicas: Annotated[int, Field(ge=1, le=1000)] = Field(1, **_at("spec.replicas"))
     runtime: Literal["vllm", "tgi", "sglang", "custom"] | None = None
     image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
@@ -433,8 +444,10 @@ class Endpoint(Strict):
     resources: Resources | None = None
     probes: Probes | None = crd("spec.worker.probes")
     request_limits: RequestLimits | None = crd("spec.worker.requestLimits")
-    invocation_endpoint: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=256)] | None = None
-    health_check_path: Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/-]*$")] | None = None
+    invocation_endpoint: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=256)] | None = \
+        Field(None, **_at("spec.invocationEndpoint"))
+    health_check_path: Annotated[str, StringConstraints(pattern=prod_facts.HEALTH_CHECK_PATH)] | None = Field(
+        None, **_at("spec.loadBalancer.healthCheckPath"))
     load_balancer: LoadBalancerSpec | None = crd("spec.loadBalancer")
     auto_scaling_spec: AutoScalingSpec | None = crd("spec.autoScalingSpec")
     intelligent_routing_spec: IntelligentRoutingSpec | None = crd("spec.intelligentRoutingSpec")

@@ -46,6 +46,7 @@ DEFAULT_METRICS_PORT = 8080
 AMP_WORKSPACE_URL = r"^https://aps-workspaces\.([a-z]{2}(?:-[a-z]+)+-[0-9])\.amazonaws\.com/workspaces/(ws-[a-zA-Z0-9-]+)$"
 METRICS_PATH = r"^/[a-zA-Z0-9\-_./]*$"
 HEALTH_CHECK_PATH = r"^/[A-Za-z0-9._/-]*$"
+JSM_MODEL_ID = r"^[a-zA-Z0-9](?:-*[a-zA-Z0-9]){0,62}$"  # JumpStartModel model.modelId and model.modelHubName (CRD)
 MIG_PROFILE = r"^mig-[0-9a-z.]+$"  # CRD ^mig-.*$ ; a MIG profile such as mig-1g.10gb
 JUMPSTART_MODEL_VERSION = r"^\d{1,4}\.\d{1,4}\.\d{1,4}$"
 JSM_ROLE_ARN = r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$"
@@ -79,6 +80,7 @@ PATTERN_DESCRIPTIONS = {
     METRICS_PATH: "an absolute URL path (letters, digits, '-', '_', '.', '/')",
     HEALTH_CHECK_PATH: "an absolute URL path (letters, digits, '-', '_', '.', '/')",
     MIG_PROFILE: "a MIG profile such as mig-1g.10gb",
+    JSM_MODEL_ID: "a JumpStart name (letters, digits and '-', at most 63, starting and ending alphanumeric)",
     JUMPSTART_MODEL_VERSION: "a version of the form 1.2.3",
     JSM_ROLE_ARN: "an IAM role ARN (arn:aws:iam::<account>:role/<name>)",
     QUANTITY: "a Kubernetes quantity such as 500m, 4, 16Gi",

@@ -46,6 +46,12 @@ PATTERN_SAMPLES = {
     r"^/[^\0]*$": "/workspace",
     r"^(?!xn--)(?!sthree-)(?!.*-s3alias$)(?!.*--ol-s3$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "my-models",
     r"^fs-[0-9a-f]{8,17}$": "fs-0123456789abcdef0",
+    facts.JSM_MODEL_ID: "meta-textgeneration-llama-3-8b",
+    r"^[a-zA-Z0-9_.-]+/[a-zA-Z0-9_.-]+$": "Qwen/Qwen2.5-7B-Instruct",
+    r"^[0-9a-f]{40}$": "0123456789abcdef0123456789abcdef01234567",
+    r"^[A-Za-z0-9!_.*'()/-]*$": "llama/",
+    r"^[a-z]{2}(-[a-z]+)+-[0-9]$": "us-east-2",
+    r"^[A-Za-z0-9._/-]+$": "v1/chat/completions",
 }
 # Strings a CRD pattern might accept: the config's pattern must accept none the CRD's refuses.
 PATTERN_CORPUS = list(PATTERN_SAMPLES.values()) + [
