@@ -639,17 +639,6 @@ class Endpoint(Strict):
     def effective_runtime(self) -> str | None:
         return None if self.is_jumpstart else (self.runtime or "vllm")
 
-    @property
-    def autoscaling_specs(self) -> list[AutoScalingSpec]:
-        """Every autoScalingSpec on the endpoint (top level, intelligent routing, prefill / decoding)."""
-        out = [self.auto_scaling_spec]
-        if self.intelligent_routing_spec is not None:
-            out.append(self.intelligent_routing_spec.auto_scaling_spec)
-        if self.pd_spec is not None and self.pd_spec.auto_scaling_spec is not None:
-            out += [self.pd_spec.auto_scaling_spec.prefill_auto_scaling,
-                    self.pd_spec.auto_scaling_spec.decoding_auto_scaling]
-        return [s for s in out if s is not None]
-
 
 # ------------------------------------------------------------------------------------------------------------- config
 class HyperPodConfig(Strict):

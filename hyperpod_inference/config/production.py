@@ -509,7 +509,8 @@ def _production_warnings(ep: Any, config: Any) -> list[ConfigWarning]:
                                "fills the SageMaker endpoint registration's instance type is not documented"))
     for loc, spec in autoscaling_locations(ep):
         at = _path(loc)
-        if loc == ("autoScalingSpec",) and not spec.min_replicas <= ep.replicas <= spec.max_replicas:
+        if loc in (("autoScalingSpec",), ("intelligentRoutingSpec", "autoScalingSpec")) \
+                and not spec.min_replicas <= ep.replicas <= spec.max_replicas:
             w.append(ConfigWarning("replicasOutsideAutoscaling", "replicas", f"replicas ({ep.replicas}) is outside "
                                    f"{at}'s range [{spec.min_replicas}, {spec.max_replicas}]; KEDA will move it"))
         for single, many, kind in ((spec.cloud_watch_trigger, spec.cloud_watch_trigger_list, "cloudWatchTrigger"),

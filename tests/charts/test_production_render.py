@@ -105,6 +105,12 @@ def test_instance_types_and_node_affinity_place_the_endpoint_and_its_nvme_daemon
     assert _placement(endpoint(instanceType=None, nodeAffinity=affinity, resources={"gpus": 2})) == affinity
 
 
+def test_a_node_affinity_with_only_preferred_terms_leaves_the_nvme_daemonset_unrestricted():
+    affinity = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "preference": {"matchExpressions": [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}]}}]}
+    assert _placement(endpoint(instanceType=None, nodeAffinity=affinity, resources={"gpus": 1})) == {}
+
+
 def test_env_value_from_renders_as_a_core_env_var():
     cr = render(env={"PLAIN": "1", "SECRET": {"valueFrom": {"secretKeyRef": {"name": "api", "key": "k"}}}})
     env = cr["spec"]["worker"]["environmentVariables"]

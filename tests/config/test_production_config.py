@@ -254,6 +254,12 @@ def test_each_unwise_production_setting_warns_with_its_stable_id(wid, data, path
     assert ids.get(wid) == path, ids
 
 
+def test_replicas_outside_the_intelligent_routing_autoscaling_range_warn_too():
+    ids = warning_ids(config(replicas=9, intelligentRoutingSpec={"enabled": True, "autoScalingSpec": {
+        "maxReplicaCount": 4}}))
+    assert ids.get("replicasOutsideAutoscaling") == "replicas"
+
+
 def test_the_default_endpoint_has_no_production_warning():
     # GIVEN none of the production fields WHEN warnings are listed THEN none of these IDs appear
     assert not set(warning_ids(config())) & {w[0] for w in WARNINGS}
