@@ -40,7 +40,9 @@ from .production import (
     PdSpec,
     Probes,
     PrometheusTrigger,
+    Quantity,
     RequestLimits,
+    ResourceName,
     Tag,
     crd,
     resource_problems,
@@ -378,10 +380,6 @@ class Verify(Strict):
     timeout_minutes: Annotated[int, Field(ge=5, le=60)] = 60
 
 
-Quantity = Annotated[str, StringConstraints(pattern=prod_facts.QUANTITY, max_length=64)] | Annotated[int, Field(ge=0)]
-ResourceName = Annotated[str, StringConstraints(pattern=prod_facts.RESOURCE_NAME, max_length=253)]
-
-
 class Resources(Strict):
     """Worker resources beyond the accelerators the instance type implies (Kubernetes quantities).
 
@@ -402,6 +400,9 @@ class Resources(Strict):
                           "limit) or requests / limits, not both"))
         for problem in resource_problems(self.requests or {}, self.limits or {}):
             e.append(_err(("requests",), problem))
+        named = [k for k in {**(self.requests or {}), **(self.limits or {})} if k in prod_facts.EXTENDED_RESOURCES]
+        if self.gpus is not None and named:
+            e.append(_err(("gpus",), f"give the accelerator count once: gpus or {named[0]} in requests / limits"))
         _raise_all(type(self), e)
         return self
 

@@ -89,6 +89,8 @@ INVALID = [
      "endpoints[0].pdSpec.prefillSpec.resources", "must not exceed limits"),
     ("shorthand-and-detailed", config(resources={"cpu": "4", "requests": {"cpu": "4"}}), "endpoints[0].resources.cpu",
      "not both"),
+    ("gpus-twice", config(resources={"gpus": 2, "requests": {"nvidia.com/gpu": 2}, "limits": {"nvidia.com/gpu": 2}}),
+     "endpoints[0].resources.gpus", "give the accelerator count once"),
     ("args-port", config(args=["--port", "9000"]), "endpoints[0].args[0]", "use the config key port"),
     ("args-port-equals", config(args=["--max-model-len", "4096", "--port=9000"]), "endpoints[0].args[2]",
      "use the config key port"),
