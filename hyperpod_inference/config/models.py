@@ -423,7 +423,9 @@ JSM_ONLY = ("acceleratorPartitionType", "acceleratorPartitionValidation", "execu
 
 
 class Endpoint(Strict):
-    name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)]
+    name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)] = Field(
+        description="metadata.name and spec.modelName: a DNS-1123 label (stricter than the CRD's modelName pattern, "
+                    "which has no end anchor)")
     namespace: DnsLabel
     kind: Literal["InferenceEndpointConfig", "JumpStartModel"] = "InferenceEndpointConfig"
     sagemaker_endpoint_name: Annotated[str, StringConstraints(pattern=rules.ENDPOINT_NAME, max_length=63)] | None = None
