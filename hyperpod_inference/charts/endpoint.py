@@ -15,7 +15,9 @@ import cdk8s
 from constructs import Construct
 
 from ..config.models import DataCapture, Endpoint, ModelPodCapture, SagemakerEndpointCapture
-from .runtimes import MODEL_MOUNT, PRESETS, gpus_for_instance, runtime_args, runtime_env
+from ..config.production import EnvFrom, dump
+from .overrides import apply_spec_overrides
+from .runtimes import MODEL_MOUNT, PRESETS, runtime_args, runtime_env
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}
@@ -123,39 +125,63 @@ def _model_path(ep: Endpoint) -> str | None:
     return MODEL_MOUNT
 
 
+def _env_item(name: str, value: str | EnvFrom) -> dict[str, Any]:
+    if isinstance(value, EnvFrom):
+        return {"name": name, "valueFrom": dump(value.value_from)}
+    return {"name": name, "value": value}
+
+
+def _resources(ep: Endpoint) -> dict[str, Any]:
+    """requests / limits: the shorthand gives request = limit; the detailed form is taken as written. The
+    accelerators the instance table implies are added to both unless the config names them."""
+    resource, count = ep.accelerators
+    res = ep.resources
+    if res is not None and res.detailed:
+        requests, limits = dict(res.requests or {}), dict(res.limits or {})
+        named = set(requests) | set(limits)
+        if count and resource not in named:
+            requests[resource] = limits[resource] = str(count)
+        return {"requests": requests, "limits": limits}
+    quantities: dict[str, str] = {}
+    if count:
+        quantities[resource] = str(count)
+    if res and res.cpu:
+        quantities["cpu"] = res.cpu
+    if res and res.memory:
+        quantities["memory"] = res.memory
+    return {"requests": dict(quantities), "limits": dict(quantities)}
+
+
 def worker_spec(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
     runtime = ep.effective_runtime or "custom"
     preset = PRESETS.get(runtime)
-    gpus = ep.resources.gpus if ep.resources and ep.resources.gpus is not None else gpus_for_instance(ep.instance_type)
+    resource, count = ep.accelerators
+    gpus = count if resource == "nvidia.com/gpu" else 0
     port = ep.port or (preset.port if preset else 8080)
     image = ep.image or (preset.image(w.region) if preset else None)
     assert image, "config validation guarantees an image for runtime: custom"
     model_path = _model_path(ep)
     args: list[str] = []
-    env: dict[str, str] = {}
-    command: list[str] | None = None
+    env: dict[str, Any] = {}
+    command: list[str] | None = list(ep.command) if ep.command else None
     if preset is not None:
         served = _served_model_name(ep) if preset.serves_model_name else None
         args = runtime_args(runtime, model_path=model_path, served_model_name=served, gpus=gpus, port=port)
-        env = runtime_env(runtime, model_path=model_path, gpus=gpus, port=port)
+        env = dict(runtime_env(runtime, model_path=model_path, gpus=gpus, port=port))
         command = list(preset.command) or None
     args += list(ep.args or [])
     env.update(ep.env or {})
-    quantities: dict[str, str] = {}
-    if gpus:
-        quantities["nvidia.com/gpu"] = str(gpus)
-    if ep.resources and ep.resources.cpu:
-        quantities["cpu"] = ep.resources.cpu
-    if ep.resources and ep.resources.memory:
-        quantities["memory"] = ep.resources.memory
     return _drop_none({
         "image": image,
         "command": command,
         "args": args or None,
-        "environmentVariables": [{"name": k, "value": v} for k, v in env.items()] or None,
-        "modelInvocationPort": {"containerPort": port, "name": "http"},
+        "workingDir": ep.working_dir,
+        "environmentVariables": [_env_item(k, v) for k, v in env.items()] or None,
+        "modelInvocationPort": {"containerPort": port, "name": ep.port_name or "http"},
         "modelVolumeMount": {"name": w.model_volume_name or DEFAULT_MODEL_VOLUME, "mountPath": MODEL_MOUNT},
-        "resources": {"requests": dict(quantities), "limits": dict(quantities)},
+        "resources": _resources(ep),
+        "probes": dump(ep.probes),
+        "requestLimits": dump(ep.request_limits),
     })
 
 
@@ -164,14 +190,15 @@ def model_source_spec(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
     src = ep.model
     if ep.weight_cache.mode == "daemonset":
         # The node-local cache wins over the remote source: the init container fills the hostPath volume.
-        return {"modelSourceType": "kubernetesVolume"}
+        prefetch = src.s3.prefetch if src.s3 else src.fsx.prefetch if src.fsx else None
+        return _drop_none({"modelSourceType": "kubernetesVolume", "prefetchEnabled": prefetch})
     if src.s3 is not None:
-        return {"modelSourceType": "s3",
-                "s3Storage": {"bucketName": src.s3.bucket, "region": src.s3.region or w.region},
-                "modelLocation": src.s3.prefix}
+        return _drop_none({"modelSourceType": "s3",
+                           "s3Storage": {"bucketName": src.s3.bucket, "region": src.s3.region or w.region},
+                           "modelLocation": src.s3.prefix, "prefetchEnabled": src.s3.prefetch})
     if src.fsx is not None:
-        return {"modelSourceType": "fsx", "fsxStorage": {"fileSystemId": src.fsx.file_system_id},
-                "modelLocation": src.fsx.path}
+        return _drop_none({"modelSourceType": "fsx", "fsxStorage": {"fileSystemId": src.fsx.file_system_id},
+                           "modelLocation": src.fsx.path, "prefetchEnabled": src.fsx.prefetch})
     hf = src.huggingface
     assert hf is not None
     model: dict[str, Any] = {"modelId": hf.model_id}
@@ -187,15 +214,48 @@ def model_source_spec(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
     return {"modelSourceType": "huggingface", "huggingFaceModel": model, "prefetchEnabled": hf.prefetch}
 
 
-def _weights_cache(ep: Endpoint) -> dict[str, Any] | None:
-    if ep.weight_cache.mode != "operator":
+def _model_cache(ep: Endpoint) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    if ep.weight_cache.mode == "operator":
+        out["weightsCache"] = {"enabled": True, "hostPath": ep.weight_cache.host_path}
+    if ep.image_cache is not None:
+        out["imageCache"] = dump(ep.image_cache)
+    return out or None
+
+
+def _load_balancer(ep: Endpoint, default_health: str | None) -> dict[str, Any] | None:
+    out = dump(ep.load_balancer) or {}
+    health = ep.health_check_path or out.get("healthCheckPath") or default_health
+    if health:
+        out = {"healthCheckPath": health, **{k: v for k, v in out.items() if k != "healthCheckPath"}}
+    return out or None
+
+
+def _metrics(ep: Endpoint, port: int | None) -> dict[str, Any] | None:
+    """``metrics`` as given; enabled without ``modelMetrics.port`` gets the runtime's port (the CRD's default 8080
+    is not where vLLM and SGLang serve their metrics)."""
+    out = dump(ep.metrics)
+    if out is None or ep.metrics is None:
         return None
-    return {"weightsCache": {"enabled": True, "hostPath": ep.weight_cache.host_path}}
+    if ep.metrics.enabled is not False and port is not None and (
+            ep.metrics.model_metrics is None or ep.metrics.model_metrics.port is None):
+        out["modelMetrics"] = {**out.get("modelMetrics", {}), "port": port}
+    return out
+
+
+def _production_common(ep: Endpoint) -> dict[str, Any]:
+    """Fields both kinds share, each written only when the config sets it."""
+    return _drop_none({
+        "autoScalingSpec": dump(ep.auto_scaling_spec),
+        "intelligentRoutingSpec": dump(ep.intelligent_routing_spec),
+        "kvCacheSpec": dump(ep.kv_cache_spec),
+        "maxDeployTimeInSeconds": ep.max_deploy_time_in_seconds,
+    })
 
 
 # ------------------------------------------------------------------------------------------------------ the resource
 def build_custom_resource(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
-    """One InferenceEndpointConfig or JumpStartModel as a plain dict."""
+    """One InferenceEndpointConfig or JumpStartModel as a plain dict (``specOverrides`` merged in last)."""
     metadata = {"name": ep.name, "namespace": ep.namespace, "labels": {**MANAGED_BY, **w.extra_labels}}
     capture = None
     if ep.data_capture is not None and ep.data_capture.any_enabled:
@@ -203,41 +263,72 @@ def build_custom_resource(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
     if ep.is_jumpstart:
         js = ep.model.jumpstart
         assert js is not None
+        validations = None
+        if ep.accelerator_partition_validation is not None:
+            validations = {"acceleratorPartitionValidation": ep.accelerator_partition_validation}
         spec: dict[str, Any] = {
-            "model": _drop_none({"modelId": js.model_id, "acceptEula": js.accept_eula, "modelHubName": js.model_hub_name}),
-            "server": {"instanceType": ep.instance_type},
+            "model": _drop_none({"modelId": js.model_id, "acceptEula": js.accept_eula, "modelHubName": js.model_hub_name,
+                                 "modelVersion": js.model_version,
+                                 "additionalConfigs": [dump(c) for c in js.additional_configs]
+                                 if js.additional_configs is not None else None,
+                                 "gatedModelDownloadRole": js.gated_model_download_role}),
+            "server": _drop_none({"instanceType": ep.instance_type,
+                                  "acceleratorPartitionType": ep.accelerator_partition_type,
+                                  "executionRole": ep.execution_role, "validations": validations}),
             "replicas": ep.replicas,
         }
         if ep.sagemaker_endpoint_name:
             spec["sageMakerEndpoint"] = {"name": ep.sagemaker_endpoint_name}
+        if ep.env:
+            spec["environmentVariables"] = [{"name": k, "value": v} for k, v in ep.env.items()]
+        lb = _load_balancer(ep, None)
+        if lb:
+            spec["loadBalancer"] = lb
+        spec.update(_production_common(ep))
+        metrics = _metrics(ep, None)
+        if metrics is not None:
+            spec["metrics"] = metrics
     else:
         preset = PRESETS.get(ep.effective_runtime or "")
+        worker = worker_spec(ep, w)
         spec = _drop_none({
             "modelName": ep.name,
             "endpointName": ep.sagemaker_endpoint_name,
             "instanceType": ep.instance_type,
+            "instanceTypes": list(ep.instance_types) if ep.instance_types else None,
+            "nodeAffinity": dump(ep.node_affinity),
             "replicas": ep.replicas,
             "invocationEndpoint": ep.invocation_endpoint or (preset.invocation_endpoint if preset else None),
             "modelSourceConfig": model_source_spec(ep, w),
-            "worker": worker_spec(ep, w),
+            "worker": worker,
         })
-        health = ep.health_check_path or (preset.health_path if preset else None)
-        if health:
-            spec["loadBalancer"] = {"healthCheckPath": health}
+        lb = _load_balancer(ep, preset.health_path if preset else None)
+        if lb:
+            spec["loadBalancer"] = lb
+        spec.update(_production_common(ep))
+        metrics = _metrics(ep, worker["modelInvocationPort"]["containerPort"] if preset else None)
+        spec.update(_drop_none({
+            "metrics": metrics,
+            "pdSpec": dump(ep.pd_spec),
+            "tags": [dump(t) for t in ep.tags] if ep.tags is not None else None,
+            "modelVersion": ep.model_version,
+        }))
         kubernetes = _drop_none({
             "serviceAccountName": w.service_account_name,
+            "schedulerName": ep.scheduler_name,
             "volumes": list(w.kubernetes_volumes) or None,
             "initContainers": list(w.init_containers) or None,
         })
         if kubernetes:
             spec["kubernetes"] = kubernetes
-    cache = _weights_cache(ep)
+    cache = _model_cache(ep)
     if cache:
         spec["modelCacheConfig"] = cache
     if capture:
         spec["dataCapture"] = capture
     spec.update(tls_dns_spec(ep, w))
-    return {"apiVersion": API_VERSION, "kind": ep.kind, "metadata": metadata, "spec": spec}
+    resource = {"apiVersion": API_VERSION, "kind": ep.kind, "metadata": metadata, "spec": spec}
+    return apply_spec_overrides(resource, ep.spec_overrides)
 
 
 def add_object(chart: cdk8s.Chart, obj: dict[str, Any]) -> cdk8s.ApiObject:

@@ -77,6 +77,25 @@ def _source_mounts(endpoint: Endpoint) -> tuple[list[dict[str, Any]], list[dict[
             [{"name": FSX_SOURCE_VOLUME, "mountPath": fsx.node_path, "readOnly": True}])
 
 
+def _placement(ep: Endpoint) -> dict[str, Any]:
+    """The DaemonSet's node affinity: the endpoint's own required terms, or its instance type(s)."""
+    if ep.node_affinity is not None and ep.node_affinity.required_during_scheduling_ignored_during_execution:
+        required = ep.node_affinity.required_during_scheduling_ignored_during_execution
+        return {"requiredDuringSchedulingIgnoredDuringExecution": required.model_dump(by_alias=True, exclude_none=True)}
+    types = ep.placement_types()
+    if not types:
+        return {}  # only preferred terms: the endpoint may land on any node, so may its cache
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": types}]}]}}
+
+
+def _tolerations(ep: Endpoint) -> list[dict[str, Any]]:
+    """The accelerator taint of the endpoint's nodes (NVIDIA, or Neuron on Trainium); only this DaemonSet gets it."""
+    facts = ep.instance
+    keys = [facts.resource] if facts is not None else ["nvidia.com/gpu"]
+    return [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in keys]
+
+
 def agent_image(endpoint: Endpoint, region: str) -> str:
     if endpoint.weight_cache.agent_image:
         return endpoint.weight_cache.agent_image
@@ -224,11 +243,10 @@ class NvmeCache(Construct):
                 *_source_mounts(ep)[0],
                 *_token_volume(plan.token),
             ],
-            # Only the nodes that can serve this endpoint: the instance type HyperPod labels its nodes with.
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [ep.instance_type]}]}]}}},
-            # GPU nodes are commonly tainted; the agent uses no GPU but must run there.
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            # Only the nodes that can serve this endpoint: its placement (instance type(s) or node affinity).
+            "affinity": {"nodeAffinity": _placement(ep)},
+            # Accelerator nodes are commonly tainted; the agent uses no accelerator but must run there.
+            "tolerations": _tolerations(ep),
             # The agent never calls the Kubernetes API; IRSA injects its own projected token volume.
             "automountServiceAccountToken": False,
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},

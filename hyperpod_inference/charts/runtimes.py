@@ -1,29 +1,11 @@
-"""How each model-server runtime is pointed at the weights (args, environment) and how many GPUs an instance has.
-The presets (images, ports, health paths, routes) are in :mod:`hyperpod_inference.facts.runtimes`."""
+"""How each model-server runtime is pointed at the weights (args, environment); accelerator counts come from the
+instance table (:mod:`hyperpod_inference.facts.instances`). The presets (images, ports, health paths, routes) are in :mod:`hyperpod_inference.facts.runtimes`."""
 
 from __future__ import annotations
 
 from ..facts.runtimes import DLC_ACCOUNTS, MODEL_MOUNT, PRESETS, RuntimePreset
 
-__all__ = ["DLC_ACCOUNTS", "MODEL_MOUNT", "PRESETS", "RuntimePreset", "gpus_for_instance", "runtime_args", "runtime_env"]
-
-# The preset data and the DLC registry table live in facts/runtimes.py.
-
-# GPUs per instance size for the families HyperPod inference runs on (worker resources and tensor parallelism).
-_GPUS_BY_SIZE = {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
-                 "48xlarge": 8}
-_EIGHT_GPU_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200")
-
-
-def gpus_for_instance(instance_type: str) -> int:
-    """``ml.g5.8xlarge`` -> 1, ``ml.g5.12xlarge`` -> 4, ``ml.p5.48xlarge`` -> 8; unknown -> 1."""
-    parts = instance_type.split(".")
-    if len(parts) != 3:
-        return 1
-    family, size = parts[1], parts[2]
-    if family in _EIGHT_GPU_FAMILIES:
-        return 8
-    return _GPUS_BY_SIZE.get(size, 1)
+__all__ = ["DLC_ACCOUNTS", "MODEL_MOUNT", "PRESETS", "RuntimePreset", "runtime_args", "runtime_env"]
 
 
 def runtime_args(runtime: str, *, model_path: str | None, served_model_name: str | None, gpus: int, port: int) -> list[str]:
@@ -53,7 +35,7 @@ def runtime_env(runtime: str, *, model_path: str | None, gpus: int, port: int) -
     """Environment for runtimes configured through env (TGI): MODEL_ID is the mounted path with prefetch."""
     if runtime != "tgi":
         return {}
-    env = {"PORT": str(port), "NUM_SHARD": str(gpus)}
+    env = {"PORT": str(port), "NUM_SHARD": str(max(gpus, 1))}
     if model_path:
         env["MODEL_ID"] = model_path
         env["HF_MODEL_ID"] = model_path

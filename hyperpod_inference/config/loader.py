@@ -8,8 +8,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..facts.rules import PATTERN_DESCRIPTIONS
+from ..facts.production import PATTERN_DESCRIPTIONS as PRODUCTION_PATTERNS
+from ..facts.rules import PATTERN_DESCRIPTIONS as _PATTERNS
 from .models import HyperPodConfig
+
+PATTERN_DESCRIPTIONS = {**PRODUCTION_PATTERNS, **_PATTERNS}
 
 #: The loader refuses a config file larger than this (bytes).
 MAX_FILE_BYTES = 1024 * 1024

@@ -24,11 +24,37 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from ..facts import instances as instance_table
 from ..facts import operator as operator_facts
+from ..facts import production as prod_facts
 from ..facts import rules
 from ..facts import safety as safety_rules
 from ..facts.runtimes import PRESETS, dlc_registry_problem
 from . import safety
+from .production import (
+    AdditionalConfig,
+    AutoScalingSpec,
+    EnvValue,
+    ImageCache,
+    IntelligentRoutingSpec,
+    JsmRoleArn,
+    JumpStartModelVersion,
+    KvCacheSpec,
+    LoadBalancerSpec,
+    Metrics,
+    MigProfile,
+    NodeAffinity,
+    PdSpec,
+    Probes,
+    PrometheusTrigger,
+    Quantity,
+    RequestLimits,
+    ResourceName,
+    Tag,
+    crd,
+    resource_problems,
+    trigger_locations,
+)
 
 Loc = tuple[str | int, ...]
 
@@ -130,6 +156,9 @@ class Operator(Strict):
     execution_role_arn: RoleArn | None = None  # install: existing: the operator's role (feature policies attach to it)
     # sagemaker.amazonaws.com trusts require aws:SourceAccount = env.account (false drops the condition)
     sagemaker_source_account: bool = True
+    addon_configuration_overrides: dict[str, Any] | None = Field(
+        default=None, description="install: addon only: an RFC 7386 merge patch applied last to the add-on's "
+                                  "configurationValues (refused on the keys the library sets).")
 
     @model_validator(mode="after")
     def _install_rules(self) -> Operator:
@@ -152,6 +181,12 @@ class Operator(Strict):
                                self.dependencies))
         if self.addon_version and self.install != "addon":
             errors.append(_err(("addonVersion",), "only used with install: addon", self.addon_version))
+        if self.addon_configuration_overrides is not None:
+            if self.install != "addon":
+                errors.append(_err(("addonConfigurationOverrides",), "only used with install: addon"))
+            for path, key in prod_facts.addon_override_conflicts(self.addon_configuration_overrides):
+                errors.append(_err(("addonConfigurationOverrides", *path),
+                                   f"set by the library; use {key}"))
         _raise_all(type(self), errors)
         return self
 
@@ -228,18 +263,27 @@ class HfToken(Strict):
         return self
 
 
+def _at(path: str) -> dict[str, Any]:
+    return {"json_schema_extra": {"x-crd-path": path}}
+
+
 class HuggingFaceSource(Strict):
-    model_id: Annotated[str, StringConstraints(pattern=rules.HF_MODEL_ID)]
-    commit_sha: Annotated[str, StringConstraints(pattern=rules.HF_COMMIT_SHA)] | None = Field(default=None, alias="commitSHA")
+    model_id: Annotated[str, StringConstraints(pattern=rules.HF_MODEL_ID)] = Field(
+        **_at("spec.modelSourceConfig.huggingFaceModel.modelId"))
+    commit_sha: Annotated[str, StringConstraints(pattern=rules.HF_COMMIT_SHA)] | None = Field(
+        default=None, alias="commitSHA", **_at("spec.modelSourceConfig.huggingFaceModel.commitSHA"))
     token: HfToken | None = None
-    prefetch: bool = True
+    prefetch: bool = Field(True, **_at("spec.modelSourceConfig.prefetchEnabled"))
 
 
 class S3Source(Strict):
-    bucket: BucketName
-    prefix: Annotated[str, StringConstraints(pattern=rules.S3_PREFIX, max_length=1024)] = ""
-    region: Annotated[str, StringConstraints(pattern=rules.REGION)] | None = None
+    bucket: BucketName = Field(**_at("spec.modelSourceConfig.s3Storage.bucketName"))
+    prefix: Annotated[str, StringConstraints(pattern=rules.S3_PREFIX, max_length=1024)] = Field(
+        "", **_at("spec.modelSourceConfig.modelLocation"))
+    region: Annotated[str, StringConstraints(pattern=rules.REGION)] | None = Field(
+        None, **_at("spec.modelSourceConfig.s3Storage.region"))
     kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None
+    prefetch: bool | None = crd("spec.modelSourceConfig.prefetchEnabled")
 
     _literal_prefix = field_validator("prefix", mode="before")(_literal_prefix)
 
@@ -251,17 +295,27 @@ class S3Source(Strict):
 
 
 class FsxSource(Strict):
-    file_system_id: Annotated[str, StringConstraints(pattern=rules.FSX_ID)]
-    path: AbsolutePath = "/"
+    file_system_id: Annotated[str, StringConstraints(pattern=rules.FSX_ID)] = Field(
+        **_at("spec.modelSourceConfig.fsxStorage.fileSystemId"))
+    path: AbsolutePath = Field("/", **_at("spec.modelSourceConfig.modelLocation"))
     node_path: AbsolutePath | None = None  # where the file system is mounted on the nodes (daemonset cache source)
+    prefetch: bool | None = crd("spec.modelSourceConfig.prefetchEnabled")
 
     _safe_node_path = field_validator("node_path")(_safe_host_path)
 
 
 class JumpStartSource(Strict):
-    model_id: Annotated[str, StringConstraints(pattern=rules.JUMPSTART_MODEL_ID, max_length=256)]
-    accept_eula: bool = False
-    model_hub_name: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    model_id: Annotated[str, StringConstraints(pattern=prod_facts.JSM_MODEL_ID, max_length=63)] = Field(
+        **_at("spec.model.modelId"))
+    accept_eula: bool = Field(False, **_at("spec.model.acceptEula"))
+    model_hub_name: Annotated[str, StringConstraints(pattern=prod_facts.JSM_MODEL_ID, max_length=63)] | None = Field(
+        None, **_at("spec.model.modelHubName"))
+    model_version: JumpStartModelVersion | None = crd(
+        "spec.model.modelVersion", description="A version such as 1.0.0 (stricter than the CRD, whose pattern leaves "
+                                               "the dots unescaped).")
+    additional_configs: Annotated[list[AdditionalConfig], Field(max_length=prod_facts.ADDITIONAL_CONFIGS_MAX)] | None = \
+        crd("spec.model.additionalConfigs")
+    gated_model_download_role: JsmRoleArn | None = crd("spec.model.gatedModelDownloadRole")
 
 
 class ModelSource(Strict):
@@ -396,35 +450,100 @@ class Verify(Strict):
 
 
 class Resources(Strict):
-    """Worker resources beyond the GPUs the instance type implies (Kubernetes quantities)."""
+    """Worker resources beyond the accelerators the instance type implies (Kubernetes quantities).
+
+    Either the shorthand ``cpu`` / ``memory`` (request = limit), or ``requests`` / ``limits`` as Kubernetes takes
+    them; ``gpus`` goes with both and overrides the instance table's count."""
 
     cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = None
     memory: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$")] | None = None
     gpus: Annotated[int, Field(ge=0, le=64)] | None = None
+    requests: dict[ResourceName, Quantity] | None = crd("spec.worker.resources.requests")
+    limits: dict[ResourceName, Quantity] | None = crd("spec.worker.resources.limits")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Resources:
+        e = []
+        if (self.requests is not None or self.limits is not None) and (self.cpu or self.memory):
+            e.append(_err(("cpu" if self.cpu else "memory",), "give either the shorthand cpu / memory (request = "
+                          "limit) or requests / limits, not both"))
+        for problem in resource_problems(self.requests or {}, self.limits or {}):
+            e.append(_err(("requests",), problem))
+        named = [k for k in {**(self.requests or {}), **(self.limits or {})} if k in prod_facts.EXTENDED_RESOURCES]
+        if self.gpus is not None and named:
+            e.append(_err(("gpus",), f"give the accelerator count once: gpus or {named[0]} in requests / limits"))
+        _raise_all(type(self), e)
+        return self
+
+    @property
+    def detailed(self) -> bool:
+        return self.requests is not None or self.limits is not None
 
 
 # ----------------------------------------------------------------------------------------------------------- endpoint
+InstanceType = Annotated[str, StringConstraints(pattern=rules.INSTANCE_TYPE)]
+EnvName = Annotated[str, StringConstraints(pattern=prod_facts.ENV_NAME)]
+
+# Keys only one kind has (YAML names); the other kind refuses them, naming itself.
+IEC_ONLY = ("runtime", "image", "port", "args", "resources", "invocationEndpoint", "pdSpec", "instanceTypes",
+            "nodeAffinity", "tags", "modelVersion", "probes", "requestLimits", "command", "workingDir", "portName",
+            "schedulerName")
+JSM_ONLY = ("acceleratorPartitionType", "acceleratorPartitionValidation", "executionRole")
+
+
 class Endpoint(Strict):
-    name: DnsLabel
+    name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)] = Field(
+        description="metadata.name and spec.modelName: a DNS-1123 label (stricter than the CRD's modelName pattern, "
+                    "which has no end anchor)")
     namespace: DnsLabel
     kind: Literal["InferenceEndpointConfig", "JumpStartModel"] = "InferenceEndpointConfig"
     sagemaker_endpoint_name: Annotated[str, StringConstraints(pattern=rules.ENDPOINT_NAME, max_length=63),
                                        _rule(rules.endpoint_name_problem)] | None = None
-    instance_type: Annotated[str, StringConstraints(pattern=rules.INSTANCE_TYPE)]
-    replicas: Annotated[int, Field(ge=1, le=1000)] = 1
+    instance_type: InstanceType | None = None
+    instance_types: Annotated[list[InstanceType], Field(min_length=1, max_length=20)] | None = crd(
+        "spec.instanceTypes", description="Instance types in order of preference (exclusive with instanceType and "
+                                          "nodeAffinity).")
+    node_affinity: NodeAffinity | None = crd("spec.nodeAffinity")
+    replicas: Annotated[int, Field(ge=1, le=1000)] = Field(1, **_at("spec.replicas"))
     runtime: Literal["vllm", "tgi", "sglang", "custom"] | None = None
     image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    port_name: Literal["http", "grpc"] | None = crd("spec.worker.modelInvocationPort.name")
+    command: Annotated[list[Annotated[str, StringConstraints(min_length=1)]], Field(min_length=1)] | None = crd(
+        "spec.worker.command", description="runtime: custom only (the presets set their own).")
     args: list[str] | None = None
-    env: dict[Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")], str] | None = None
+    working_dir: AbsolutePath | None = crd("spec.worker.workingDir")
+    env: dict[EnvName, EnvValue] | None = None
     resources: Resources | None = None
-    invocation_endpoint: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=256)] | None = None
-    health_check_path: Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/-]*$")] | None = None
+    probes: Probes | None = crd("spec.worker.probes")
+    request_limits: RequestLimits | None = crd("spec.worker.requestLimits")
+    invocation_endpoint: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=256)] | None = \
+        Field(None, **_at("spec.invocationEndpoint"))
+    health_check_path: Annotated[str, StringConstraints(pattern=prod_facts.HEALTH_CHECK_PATH)] | None = Field(
+        None, **_at("spec.loadBalancer.healthCheckPath"))
+    load_balancer: LoadBalancerSpec | None = crd("spec.loadBalancer")
+    auto_scaling_spec: AutoScalingSpec | None = crd("spec.autoScalingSpec")
+    intelligent_routing_spec: IntelligentRoutingSpec | None = crd("spec.intelligentRoutingSpec")
+    kv_cache_spec: KvCacheSpec | None = crd("spec.kvCacheSpec")
+    metrics: Metrics | None = crd("spec.metrics")
+    pd_spec: PdSpec | None = crd("spec.pdSpec")
+    tags: Annotated[list[Tag], Field(max_length=50)] | None = crd("spec.tags")
+    max_deploy_time_in_seconds: Annotated[int, Field(ge=60, le=2**31 - 1)] | None = crd("spec.maxDeployTimeInSeconds")
+    model_version: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = crd("spec.modelVersion")
+    scheduler_name: DnsSubdomain | None = crd("spec.kubernetes.schedulerName")
+    image_cache: ImageCache | None = crd("spec.modelCacheConfig.imageCache", description="v3.3 and later")
+    accelerator_partition_type: MigProfile | None = crd(
+        "spec.server.acceleratorPartitionType", description="JumpStartModel: the MIG profile, e.g. mig-1g.10gb")
+    accelerator_partition_validation: bool | None = crd("spec.server.validations.acceleratorPartitionValidation")
+    execution_role: JsmRoleArn | None = crd("spec.server.executionRole")
     model: ModelSource
     weight_cache: WeightCache = Field(default_factory=WeightCache)
     data_capture: DataCapture | None = None
     domain_name: DomainName | None = None
     verify: Verify | None = None
+    spec_overrides: dict[str, Any] | None = Field(
+        default=None, description="An RFC 7386 JSON merge patch applied last to the resource's spec, for fields the "
+                                  "library does not model (refused on paths it writes or models).")
 
     @field_validator("domain_name", mode="before")
     @classmethod
@@ -443,19 +562,45 @@ class Endpoint(Strict):
             e.append(_err(("model", source), "kind: JumpStartModel takes only a jumpstart source"))
         if not jsm and source == "jumpstart":
             e.append(_err(("model", "jumpstart"), "a jumpstart source needs kind: JumpStartModel"))
+        given = self.model_fields_set
+        aliases = {name: (info.alias or name) for name, info in type(self).model_fields.items()}
+        for name in sorted(given):
+            alias = aliases[name]
+            if getattr(self, name) is None:
+                continue
+            if jsm and alias in IEC_ONLY:
+                e.append(_err((alias,), "not a field of kind: JumpStartModel (JumpStart picks the container and "
+                              "places it on instanceType)"))
+            if not jsm and alias in JSM_ONLY:
+                e.append(_err((alias,), "not a field of kind: InferenceEndpointConfig (JumpStartModel only)"))
         if jsm:
-            for field, alias in (("runtime", "runtime"), ("image", "image"), ("port", "port"), ("args", "args"),
-                                 ("env", "env"), ("resources", "resources"), ("invocation_endpoint", "invocationEndpoint"),
-                                 ("health_check_path", "healthCheckPath")):
-                if getattr(self, field) is not None:
-                    e.append(_err((alias,), "not used by kind: JumpStartModel (JumpStart picks the container)"))
             if self.weight_cache.mode == "daemonset":
                 e.append(_err(("weightCache", "mode"),
                               "daemonset needs spec.kubernetes, which kind: JumpStartModel does not have"))
+            for key, value in (self.env or {}).items():
+                if not isinstance(value, str):
+                    e.append(_err(("env", key), "kind: JumpStartModel takes only string values (no valueFrom)"))
+            if len(self.env or {}) > prod_facts.JSM_ENV_MAX:
+                e.append(_err(("env",), f"kind: JumpStartModel takes at most {prod_facts.JSM_ENV_MAX} variables"))
+        e += self._placement_rules(jsm)
         if self.runtime == "custom" and not self.image:
             e.append(_err(("image",), "required with runtime: custom"))
         if self.runtime == "custom" and not self.port:
             e.append(_err(("port",), "required with runtime: custom"))
+        if self.command is not None and not jsm and self.runtime != "custom":
+            e.append(_err(("command",), "only with runtime: custom (the runtime preset sets the command)"))
+        if self.health_check_path is not None and self.load_balancer and self.load_balancer.health_check_path:
+            e.append(_err(("loadBalancer", "healthCheckPath"), "give the health check path once: healthCheckPath or "
+                          "loadBalancer.healthCheckPath"))
+        irs = self.intelligent_routing_spec
+        if self.auto_scaling_spec is not None and irs is not None and irs.auto_scaling_spec is not None:
+            e.append(_err(("intelligentRoutingSpec", "autoScalingSpec"),
+                          "give autoscaling once: autoScalingSpec or intelligentRoutingSpec.autoScalingSpec"))
+        runtime = self.effective_runtime
+        if self.kv_cache_spec is not None and runtime in ("tgi", "sglang"):
+            e.append(_err(("kvCacheSpec",), f"not supported with runtime: {runtime} (the operator's KV cache is "
+                          "LMCache in vLLM)"))
+        e += self._preset_conflicts(runtime)
         dc = self.data_capture
         if dc and dc.sagemaker_endpoint and dc.sagemaker_endpoint.enabled and not self.sagemaker_endpoint_name:
             e.append(_err(("sagemakerEndpointName",),
@@ -468,8 +613,97 @@ class Endpoint(Strict):
         if self.weight_cache.mode == "operator" and source == "huggingface":
             e.append(_err(("weightCache", "mode"),
                           "operator mode caches S3/FSx/JumpStart sources; for a Hugging Face model use daemonset"))
+        if self.weight_cache.mode == "operator":
+            facts = self.instance
+            if facts is None or not facts.nvme:
+                e.append(_err(("weightCache", "mode"), "operator mode needs instances with instance-store NVMe (the "
+                              "operator's cache does not support EBS-only instances); "
+                              f"{', '.join(self.placement_types() or ['the placement'])} is not known to have it"))
+        if self.spec_overrides:
+            for path, key in prod_facts.override_conflicts(self.spec_overrides, self.kind):
+                e.append(_err(("specOverrides", *path),
+                              f"spec.{prod_facts.dotted(path)} is written or modelled by the library; use {key}"))
         _raise_all(type(self), e)
         return self
+
+    def _placement_rules(self, jsm: bool) -> list[InitErrorDetails]:
+        e: list[InitErrorDetails] = []
+        placed = [k for k, v in (("instanceType", self.instance_type), ("instanceTypes", self.instance_types),
+                                 ("nodeAffinity", self.node_affinity)) if v is not None]
+        if not placed:
+            e.append(_err(("instanceType",), "give exactly one of instanceType, instanceTypes, nodeAffinity"
+                          if not jsm else "required with kind: JumpStartModel"))
+        for key in placed[1:]:
+            e.append(_err((key,), f"exclusive with {placed[0]} (give exactly one of instanceType, instanceTypes, "
+                          "nodeAffinity)"))
+        if jsm or not placed:
+            return e
+        facts = self.instance
+        res = self.resources
+        gpus_given = res is not None and (res.gpus is not None or any(
+            k in prod_facts.EXTENDED_RESOURCES for k in {**(res.requests or {}), **(res.limits or {})}))
+        if facts is None and not gpus_given:
+            types = self.placement_types()
+            why = (f"{types[0]} is not in the instance table" if types and len(types) == 1 else
+                   "the candidate instance types do not all agree on their accelerators (or one is unknown)" if types
+                   else "nodeAffinity does not restrict node.kubernetes.io/instance-type in every required term")
+            e.append(_err(("resources", "gpus"), f"required: {why}; give the accelerator count (0 for none)"))
+        if facts is not None and facts.accelerator == "neuron" and self.effective_runtime != "custom":
+            e.append(_err(("runtime",), "Neuron instances need runtime: custom with a Neuron image (the presets are "
+                          "CUDA images)"))
+        if facts is not None and res is not None and res.detailed:
+            named = {**(res.requests or {}), **(res.limits or {})}
+            wrong = prod_facts.NEURON if facts.accelerator == "nvidia" else prod_facts.NVIDIA_GPU
+            if wrong in named:
+                e.append(_err(("resources", "requests" if wrong in (res.requests or {}) else "limits"),
+                              f"{wrong} does not exist on {', '.join(self.placement_types() or [])} "
+                              f"({facts.accelerator} accelerators)"))
+        return e
+
+    def _preset_conflicts(self, runtime: str | None) -> list[InitErrorDetails]:
+        e: list[InitErrorDetails] = []
+        if runtime in ("vllm", "sglang"):
+            for i, arg in enumerate(self.args or []):
+                flag = prod_facts.preset_flag(arg)
+                if flag:
+                    e.append(_err(("args", i), f"{flag} is set by the {runtime} preset; use the config key "
+                                  f"{prod_facts.PRESET_FLAGS[flag]} instead", arg))
+        if runtime == "tgi":
+            for key in self.env or {}:
+                if key in prod_facts.TGI_PRESET_ENV:
+                    e.append(_err(("env", key), f"{key} is set by the tgi preset; use the config key "
+                                  f"{prod_facts.TGI_PRESET_ENV[key]} instead"))
+        return e
+
+    def placement_types(self) -> list[str] | None:
+        """The instance types the endpoint may land on, or None when the placement does not say."""
+        if self.instance_type:
+            return [self.instance_type]
+        if self.instance_types:
+            return list(self.instance_types)
+        if self.node_affinity is not None:
+            return self.node_affinity.instance_types()
+        return None
+
+    @property
+    def instance(self) -> instance_table.InstanceFacts | None:
+        """What every candidate instance type has in common (the instance table), or None."""
+        types = self.placement_types()
+        return instance_table.agreed_facts(types) if types else None
+
+    @property
+    def accelerators(self) -> tuple[str, int]:
+        """(extended resource, count) for the worker: resources.gpus wins over the instance table."""
+        facts = self.instance
+        resource = facts.resource if facts else prod_facts.NVIDIA_GPU
+        if self.resources is not None and self.resources.gpus is not None:
+            return resource, self.resources.gpus
+        if self.resources is not None and self.resources.detailed:
+            for name in prod_facts.EXTENDED_RESOURCES[:2]:
+                given = (self.resources.limits or {}).get(name, (self.resources.requests or {}).get(name))
+                if given is not None:
+                    return name, int(prod_facts.quantity_value(given))
+        return resource, facts.count if facts else 0
 
     @property
     def is_jumpstart(self) -> bool:
@@ -572,6 +806,19 @@ class HyperPodConfig(Strict):
                     e.append(_err(at + ("sagemakerEndpointName",),
                                   f"duplicate SageMaker endpoint name (also endpoints[{sm_names[low]}])"))
                 sm_names.setdefault(low, i)
+            for crd_path, loc, value in (
+                    ("spec.loadBalancer.idleTimeoutSeconds", ("loadBalancer", "idleTimeoutSeconds"),
+                     ep.load_balancer.idle_timeout_seconds if ep.load_balancer else None),
+                    ("spec.modelCacheConfig.imageCache", ("imageCache",), ep.image_cache)):
+                if value is not None and not prod_facts.version_has(self.operator.version, crd_path):
+                    e.append(_err(at + loc, f"needs operator.version {prod_facts.FIELD_SINCE[crd_path]} or later "
+                                  f"(have {self.operator.version}; {crd_path} is not in its CRD)"))
+            for loc, trigger in trigger_locations(ep):
+                if isinstance(trigger, PrometheusTrigger):
+                    m = prod_facts.AMP_WORKSPACE_RE.match(trigger.server_address)
+                    if m and m.group(1) != region:
+                        e.append(_err(at + loc + ("serverAddress",), f"the workspace must be in env.region ({region}):"
+                                      " KEDA queries it with the stack's role", trigger.server_address))
             if ep.weight_cache.mode == "operator" and not operator_facts.has_field(self.operator.version,
                                                                                    "spec.modelCacheConfig"):
                 since = operator_facts.field_since("spec.modelCacheConfig")

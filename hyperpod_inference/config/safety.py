@@ -27,7 +27,8 @@ def token_shaped_values(endpoint: Endpoint) -> list[Problem]:
                "(secretsManagerArn or kubernetesSecret)")
     problems: list[Problem] = []
     for name, value in (endpoint.env or {}).items():
-        if safety.looks_like_hf_token(value):
+        # a {valueFrom: ...} reference carries no value of its own
+        if isinstance(value, str) and safety.looks_like_hf_token(value):
             problems.append((("env", name), message))
     for i, arg in enumerate(endpoint.args or []):
         if safety.looks_like_hf_token(arg):

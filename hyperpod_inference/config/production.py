@@ -1,0 +1,584 @@
+"""The operator's production fields, under the operator's own names and shapes (InferenceEndpointConfig v1 and
+JumpStartModel v1), so a block can be pasted from the operator's documentation onto an endpoint.
+
+Every field carries its CRD path as schema data (``x-crd-path``): relative to the object holding the model (so one
+model serves every place the CRD repeats its shape, e.g. ``autoScalingSpec`` at the top level, in
+``intelligentRoutingSpec`` and in ``pdSpec.autoScalingSpec``), or absolute when it starts with ``spec.``.
+Nothing here has a default the resource would receive: a field is written only when the user sets it, so the API
+server applies the CRD's defaults to the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from ..facts import production as f
+from .warnings import ConfigWarning, config_rule, endpoint_rule
+
+
+class _Strict(BaseModel):
+    """camelCase keys, unknown keys rejected, immutable once validated (as the rest of the config)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True, populate_by_name=False,
+                              regex_engine="python-re")
+
+
+def crd(path: str, *, description: str | None = None, alias: str | None = None, **kw: Any) -> Any:
+    """An optional field mapped to CRD path ``path`` (see the module docstring)."""
+    extra: dict[str, Any] = {"x-crd-path": path}
+    return Field(default=None, json_schema_extra=extra, description=description, alias=alias, **kw)
+
+
+def crd_required(path: str, *, description: str | None = None, alias: str | None = None, **kw: Any) -> Any:
+    return Field(json_schema_extra={"x-crd-path": path}, description=description, alias=alias, **kw)
+
+
+NonNegative = Annotated[int, Field(ge=0, le=2**31 - 1)]
+Positive = Annotated[int, Field(ge=1, le=2**31 - 1)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+Quantity = Annotated[str, StringConstraints(pattern=f.QUANTITY, max_length=64)] | Annotated[int, Field(ge=0)]
+ResourceName = Annotated[str, StringConstraints(pattern=f.RESOURCE_NAME, max_length=253)]
+LabelKey = Annotated[str, StringConstraints(pattern=f.LABEL_KEY, max_length=317)]
+MetricType = Literal["Value", "Average"]
+
+
+# ---------------------------------------------------------------------------------------------------- autoscaling
+class CloudWatchDimension(_Strict):
+    name: Text = crd_required("name")
+    value: Text = crd_required("value")
+
+
+class CloudWatchTrigger(_Strict):
+    """A KEDA ``aws-cloudwatch`` trigger. ``namespace``, ``metricName`` and ``targetValue`` are required here (the
+    CRD marks none of them, yet the trigger cannot work without them)."""
+
+    name: Text | None = crd("name")
+    namespace: Text = crd_required("namespace")
+    metric_name: Text = crd_required("metricName")
+    target_value: float = crd_required("targetValue")
+    dimensions: list[CloudWatchDimension] | None = crd("dimensions", max_length=30)
+    metric_stat: Text | None = crd("metricStat")
+    metric_type: MetricType | None = crd("metricType")
+    activation_target_value: float | None = crd("activationTargetValue")
+    min_value: float | None = crd("minValue")
+    metric_collection_period: Positive | None = crd("metricCollectionPeriod")
+    metric_collection_start_time: Positive | None = crd("metricCollectionStartTime")
+    use_cached_metrics: bool | None = crd("useCachedMetrics")
+
+
+class PrometheusTrigger(_Strict):
+    """A KEDA ``prometheus`` trigger on an Amazon Managed Prometheus workspace (``serverAddress``: the CRD also
+    accepts an empty string; here the workspace URL is required, and must be in the stack's region)."""
+
+    name: Text | None = crd("name")
+    namespace: Text | None = crd("namespace")
+    server_address: Annotated[str, StringConstraints(pattern=f.AMP_WORKSPACE_URL, max_length=512)] = crd_required(
+        "serverAddress", description="An Amazon Managed Prometheus workspace URL (stricter than the CRD: anchored, "
+                                     "with a region, never empty).")
+    query: Annotated[str, StringConstraints(min_length=1, max_length=8192)] = crd_required("query")
+    target_value: float = crd_required("targetValue")
+    activation_target_value: float | None = crd("activationTargetValue")
+    metric_type: MetricType | None = crd("metricType")
+    custom_headers: Text | None = crd("customHeaders")
+    use_cached_metrics: bool | None = crd("useCachedMetrics")
+
+
+class AutoScalingSpec(_Strict):
+    """KEDA autoscaling as the operator takes it (one shape wherever the CRD repeats it)."""
+
+    min_replica_count: NonNegative | None = crd("minReplicaCount")
+    max_replica_count: NonNegative | None = crd("maxReplicaCount")
+    polling_interval: NonNegative | None = crd("pollingInterval")
+    cooldown_period: NonNegative | None = crd("cooldownPeriod")
+    initial_cooldown_period: NonNegative | None = crd("initialCooldownPeriod")
+    scale_up_stabilization_time: NonNegative | None = crd("scaleUpStabilizationTime")
+    scale_down_stabilization_time: NonNegative | None = crd("scaleDownStabilizationTime")
+    cloud_watch_trigger: CloudWatchTrigger | None = crd("cloudWatchTrigger")
+    cloud_watch_trigger_list: list[CloudWatchTrigger] | None = crd("cloudWatchTriggerList",
+                                                                   max_length=f.TRIGGER_LIST_MAX)
+    prometheus_trigger: PrometheusTrigger | None = crd("prometheusTrigger")
+    prometheus_trigger_list: list[PrometheusTrigger] | None = crd("prometheusTriggerList",
+                                                                  max_length=f.TRIGGER_LIST_MAX)
+
+    @model_validator(mode="after")
+    def _range(self) -> AutoScalingSpec:
+        lo = self.min_replica_count if self.min_replica_count is not None else f.AUTOSCALING_DEFAULTS["minReplicaCount"]
+        hi = self.max_replica_count if self.max_replica_count is not None else f.AUTOSCALING_DEFAULTS["maxReplicaCount"]
+        if lo > hi:
+            raise PydanticCustomError("range", "minReplicaCount ({lo}) must not exceed maxReplicaCount ({hi}; the "
+                                      "operator's default is 5 when unset)", {"lo": lo, "hi": hi})
+        return self
+
+    @property
+    def min_replicas(self) -> int:
+        return self.min_replica_count if self.min_replica_count is not None else f.AUTOSCALING_DEFAULTS["minReplicaCount"]
+
+    @property
+    def max_replicas(self) -> int:
+        return self.max_replica_count if self.max_replica_count is not None else f.AUTOSCALING_DEFAULTS["maxReplicaCount"]
+
+    @property
+    def cloudwatch_triggers(self) -> list[CloudWatchTrigger]:
+        """The triggers the operator uses: the list wins over the single form (CRD)."""
+        if self.cloud_watch_trigger_list:
+            return list(self.cloud_watch_trigger_list)
+        return [self.cloud_watch_trigger] if self.cloud_watch_trigger else []
+
+    @property
+    def prometheus_triggers(self) -> list[PrometheusTrigger]:
+        if self.prometheus_trigger_list:
+            return list(self.prometheus_trigger_list)
+        return [self.prometheus_trigger] if self.prometheus_trigger else []
+
+
+# ------------------------------------------------------------------------------------------ routing, cache, metrics
+class IntelligentRoutingSpec(_Strict):
+    enabled: bool | None = crd("enabled")
+    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = crd("routingStrategy")
+    auto_scaling_spec: AutoScalingSpec | None = crd("autoScalingSpec")
+
+
+class L2CacheSpec(_Strict):
+    l2_cache_backend: Literal["redis", "tieredstorage"] = crd_required(
+        "l2CacheBackend", description="redis or tieredstorage, lowercase (stricter than the CRD's unanchored, "
+                                      "case-insensitive pattern).")
+    l2_cache_local_url: Text | None = crd("l2CacheLocalUrl")
+
+
+class KvCacheSpec(_Strict):
+    cache_config_file: Text | None = crd("cacheConfigFile")
+    enable_l1_cache: bool | None = crd("enableL1Cache", alias="enableL1Cache")
+    enable_l2_cache: bool | None = crd("enableL2Cache", alias="enableL2Cache")
+    l2_cache_spec: L2CacheSpec | None = crd("l2CacheSpec", alias="l2CacheSpec")
+
+    @model_validator(mode="after")
+    def _l2(self) -> KvCacheSpec:
+        if self.enable_l2_cache and self.l2_cache_spec is None:
+            raise PydanticCustomError("l2", "enableL2Cache: true needs l2CacheSpec (the L2 backend)")
+        return self
+
+
+class ModelMetrics(_Strict):
+    path: Annotated[str, StringConstraints(pattern=f.METRICS_PATH, max_length=256)] | None = crd("path")
+    port: Annotated[int, Field(ge=f.METRICS_PORT_RANGE[0], le=f.METRICS_PORT_RANGE[1])] | None = crd("port")
+
+
+class Metrics(_Strict):
+    enabled: bool | None = crd("enabled")
+    metrics_scrape_interval_seconds: Annotated[
+        int, Field(ge=f.SCRAPE_INTERVAL_RANGE[0], le=f.SCRAPE_INTERVAL_RANGE[1])] | None = crd(
+        "metricsScrapeIntervalSeconds")
+    model_metrics: ModelMetrics | None = crd("modelMetrics")
+
+
+class LoadBalancerSpec(_Strict):
+    health_check_path: Annotated[str, StringConstraints(pattern=f.HEALTH_CHECK_PATH, max_length=1024)] | None = crd(
+        "healthCheckPath")
+    routing_algorithm: Literal["least_outstanding_requests", "round_robin"] | None = crd("routingAlgorithm")
+    idle_timeout_seconds: Annotated[int, Field(ge=f.IDLE_TIMEOUT_RANGE[0], le=f.IDLE_TIMEOUT_RANGE[1])] | None = crd(
+        "idleTimeoutSeconds", description="v3.3 and later")
+
+
+class Tag(_Strict):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=f.TAG_KEY_MAX)] = crd_required("name")
+    value: Annotated[str, StringConstraints(max_length=f.TAG_VALUE_MAX)] = crd_required("value")
+
+
+class ImageCache(_Strict):
+    enabled: bool = crd_required("enabled")
+
+
+# -------------------------------------------------------------------------------------------------------- resources
+class ResourceClaim(_Strict):
+    name: Text = crd_required("name")
+    request: Text | None = crd("request")
+
+
+class ResourceRequirements(_Strict):
+    requests: dict[ResourceName, Quantity] | None = crd("requests")
+    limits: dict[ResourceName, Quantity] | None = crd("limits")
+    claims: list[ResourceClaim] | None = crd("claims")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ResourceRequirements:
+        problems = resource_problems(self.requests or {}, self.limits or {})
+        if problems:
+            raise PydanticCustomError("resources", "; ".join(problems))
+        return self
+
+
+def resource_problems(requests: dict[str, Any], limits: dict[str, Any]) -> list[str]:
+    """requests ≤ limits; an extended resource (GPU, Neuron) needs request = limit (Kubernetes refuses the pod)."""
+    out = []
+    for name, req in requests.items():
+        lim = limits.get(name)
+        if name in f.EXTENDED_RESOURCES:
+            if lim is None or f.quantity_value(req) != f.quantity_value(lim):
+                out.append(f"{name}: an extended resource needs requests = limits (requests {req}, limits {lim})")
+        elif lim is not None and f.quantity_value(req) > f.quantity_value(lim):
+            out.append(f"{name}: requests ({req}) must not exceed limits ({lim})")
+    return out  # an extended resource only in limits is fine: Kubernetes defaults the request to the limit
+
+
+# ---------------------------------------------------------------------------------------------------------- probes
+class ExecAction(_Strict):
+    command: list[Annotated[str, StringConstraints(min_length=1)]] = crd_required("command", min_length=1)
+
+
+class HttpHeader(_Strict):
+    name: Text = crd_required("name")
+    value: str = crd_required("value")
+
+
+PortRef = Annotated[int, Field(ge=1, le=65535)] | Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=15)]
+
+
+class HttpGetAction(_Strict):
+    path: Annotated[str, StringConstraints(pattern=r"^/\S*$", max_length=1024)] | None = crd("path")
+    port: PortRef = crd_required("port")
+    host: Text | None = crd("host")
+    scheme: Literal["HTTP", "HTTPS"] | None = crd("scheme")
+    http_headers: list[HttpHeader] | None = crd("httpHeaders")
+
+
+class TcpSocketAction(_Strict):
+    port: PortRef = crd_required("port")
+    host: Text | None = crd("host")
+
+
+class GrpcAction(_Strict):
+    port: Annotated[int, Field(ge=1, le=65535)] = crd_required("port")
+    service: Text | None = crd("service")
+
+
+class Probe(_Strict):
+    """A core/v1 Probe: exactly one handler."""
+
+    exec_: ExecAction | None = crd("exec", alias="exec")
+    http_get: HttpGetAction | None = crd("httpGet")
+    tcp_socket: TcpSocketAction | None = crd("tcpSocket")
+    grpc: GrpcAction | None = crd("grpc")
+    initial_delay_seconds: NonNegative | None = crd("initialDelaySeconds")
+    period_seconds: Positive | None = crd("periodSeconds")
+    timeout_seconds: Positive | None = crd("timeoutSeconds")
+    success_threshold: Positive | None = crd("successThreshold")
+    failure_threshold: Positive | None = crd("failureThreshold")
+    termination_grace_period_seconds: Positive | None = crd("terminationGracePeriodSeconds")
+
+    @model_validator(mode="after")
+    def _one_handler(self) -> Probe:
+        given = [n for n, v in (("exec", self.exec_), ("httpGet", self.http_get), ("tcpSocket", self.tcp_socket),
+                                ("grpc", self.grpc)) if v is not None]
+        if len(given) != 1:
+            raise PydanticCustomError("probe", "give exactly one of exec, httpGet, tcpSocket, grpc (got {n})",
+                                      {"n": ", ".join(given) or "none"})
+        return self
+
+
+class Probes(_Strict):
+    liveness_probe: Probe | None = crd("livenessProbe")
+    readiness_probe: Probe | None = crd("readinessProbe")
+    startup_probe: Probe | None = crd("startupProbe")
+
+
+class RequestLimits(_Strict):
+    max_concurrent_requests: Positive | None = crd("maxConcurrentRequests")
+    max_queue_size: NonNegative | None = crd("maxQueueSize")
+    overflow_status_code: Annotated[
+        int, Field(ge=f.OVERFLOW_STATUS_RANGE[0], le=f.OVERFLOW_STATUS_RANGE[1])] | None = crd("overflowStatusCode")
+
+
+# --------------------------------------------------------------------------------------------------------- env from
+class KeyRef(_Strict):
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+                                           max_length=253)] = crd_required("name")
+    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)] = crd_required("key")
+    optional: bool | None = crd("optional")
+
+
+class FieldRef(_Strict):
+    field_path: Text = crd_required("fieldPath")
+    api_version: Text | None = crd("apiVersion")
+
+
+class ResourceFieldRef(_Strict):
+    resource: Text = crd_required("resource")
+    container_name: Text | None = crd("containerName")
+    divisor: Quantity | None = crd("divisor")
+
+
+class EnvVarSource(_Strict):
+    secret_key_ref: KeyRef | None = crd("secretKeyRef")
+    config_map_key_ref: KeyRef | None = crd("configMapKeyRef")
+    field_ref: FieldRef | None = crd("fieldRef")
+    resource_field_ref: ResourceFieldRef | None = crd("resourceFieldRef")
+
+    @model_validator(mode="after")
+    def _one(self) -> EnvVarSource:
+        given = [n for n in ("secret_key_ref", "config_map_key_ref", "field_ref", "resource_field_ref")
+                 if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise PydanticCustomError("valueFrom", "give exactly one of secretKeyRef, configMapKeyRef, fieldRef, "
+                                      "resourceFieldRef")
+        return self
+
+
+class EnvFrom(_Strict):
+    """``env: {NAME: {valueFrom: ...}}`` (InferenceEndpointConfig only)."""
+
+    value_from: EnvVarSource = crd_required("valueFrom")
+
+
+def _env_value(v: Any) -> str | EnvFrom:
+    # A plain validator (not a str | EnvFrom union) so errors name env.<NAME>.valueFrom..., not the union's branches.
+    if isinstance(v, (str, EnvFrom)):
+        return v
+    if isinstance(v, dict):
+        return EnvFrom.model_validate(v)
+    raise PydanticCustomError("env", "must be a string or {valueFrom: {secretKeyRef | configMapKeyRef | fieldRef | "
+                              "resourceFieldRef}}")
+
+
+EnvValue = Annotated[Any, PlainValidator(_env_value), WithJsonSchema({"anyOf": [
+    {"type": "string"},
+    {"type": "object", "required": ["valueFrom"], "additionalProperties": False,
+     "properties": {"valueFrom": {"type": "object", "description": "core/v1 EnvVarSource (one of secretKeyRef, "
+                                                                  "configMapKeyRef, fieldRef, resourceFieldRef)"}}},
+]})]
+
+
+# ----------------------------------------------------------------------------------------------------- node affinity
+class NodeSelectorRequirement(_Strict):
+    key: LabelKey = crd_required("key")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = crd_required("operator")
+    values: list[Annotated[str, StringConstraints(max_length=63)]] | None = crd("values")
+
+    @model_validator(mode="after")
+    def _values(self) -> NodeSelectorRequirement:
+        if self.key in f.MISSPELLED_NODE_LABELS:
+            raise PydanticCustomError("label", "no node carries the label {key}; it is {real}",
+                                      {"key": self.key, "real": f.MISSPELLED_NODE_LABELS[self.key]})
+        n = len(self.values or [])
+        if self.operator in ("In", "NotIn") and n == 0:
+            raise PydanticCustomError("values", "operator {op} needs values", {"op": self.operator})
+        if self.operator in ("Exists", "DoesNotExist") and n:
+            raise PydanticCustomError("values", "operator {op} takes no values", {"op": self.operator})
+        if self.operator in ("Gt", "Lt") and (n != 1 or not (self.values or [""])[0].lstrip("-").isdigit()):
+            raise PydanticCustomError("values", "operator {op} takes exactly one integer value", {"op": self.operator})
+        return self
+
+
+class NodeSelectorTerm(_Strict):
+    match_expressions: list[NodeSelectorRequirement] | None = crd("matchExpressions")
+    match_fields: list[NodeSelectorRequirement] | None = crd("matchFields")
+
+
+class NodeSelector(_Strict):
+    node_selector_terms: list[NodeSelectorTerm] = crd_required("nodeSelectorTerms", min_length=1)
+
+
+class PreferredSchedulingTerm(_Strict):
+    weight: Annotated[int, Field(ge=f.NODE_AFFINITY_WEIGHT_RANGE[0], le=f.NODE_AFFINITY_WEIGHT_RANGE[1])] = \
+        crd_required("weight")
+    preference: NodeSelectorTerm = crd_required("preference")
+
+
+class NodeAffinity(_Strict):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = crd(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = crd(
+        "preferredDuringSchedulingIgnoredDuringExecution")
+
+    def instance_types(self, label: str = "node.kubernetes.io/instance-type") -> list[str] | None:
+        """The instance types the required terms allow (``<label> In [...]`` in every term), or None when a term does
+        not restrict them."""
+        req = self.required_during_scheduling_ignored_during_execution
+        if req is None:
+            return None
+        out: list[str] = []
+        for term in req.node_selector_terms:
+            values = [v for e in term.match_expressions or [] if e.key == label and e.operator == "In"
+                      for v in e.values or []]
+            if not values:
+                return None
+            out += [v for v in values if v not in out]
+        return out
+
+
+# ----------------------------------------------------------------------------------------------------------- pdSpec
+class PdRoleSpec(_Strict):
+    args: list[str] | None = crd("args")
+    node_selector: dict[LabelKey, Annotated[str, StringConstraints(max_length=63)]] | None = crd("nodeSelector")
+    replicas: Positive | None = crd("replicas")
+    resources: ResourceRequirements | None = crd("resources")
+
+
+class PdAutoScaling(_Strict):
+    prefill_auto_scaling: AutoScalingSpec | None = crd("prefillAutoScaling")
+    decoding_auto_scaling: AutoScalingSpec | None = crd("decodingAutoScaling")
+
+
+class TopologySpec(_Strict):
+    availability_zone: Text | None = crd("availabilityZone")
+    placement_group: Text | None = crd("placementGroup")
+    same_az: bool | None = crd("sameAZ", alias="sameAZ")
+
+
+class PdSpec(_Strict):
+    """Disaggregated prefill and decode (its presence turns DPD on)."""
+
+    prefill_spec: PdRoleSpec = crd_required("prefillSpec")
+    decoding_spec: PdRoleSpec = crd_required("decodingSpec")
+    auto_scaling_spec: PdAutoScaling | None = crd("autoScalingSpec")
+    routing_threshold: NonNegative | None = crd("routingThreshold")
+    topology_spec: TopologySpec | None = crd("topologySpec")
+
+
+# -------------------------------------------------------------------------------------------------------- JumpStart
+class AdditionalConfig(_Strict):
+    name: Text = crd_required("name")
+    value: Annotated[str, StringConstraints(max_length=1024)] = crd_required("value")
+
+
+JsmRoleArn = Annotated[str, StringConstraints(pattern=f.JSM_ROLE_ARN, min_length=f.ROLE_ARN_LENGTH[0],
+                                              max_length=f.ROLE_ARN_LENGTH[1])]
+JumpStartModelVersion = Annotated[str, StringConstraints(
+    pattern=f.JUMPSTART_MODEL_VERSION, min_length=f.JUMPSTART_MODEL_VERSION_LENGTH[0],
+    max_length=f.JUMPSTART_MODEL_VERSION_LENGTH[1])]
+MigProfile = Annotated[str, StringConstraints(pattern=f.MIG_PROFILE, max_length=64)]
+
+
+def dump(model: BaseModel | None) -> Any:
+    """A model as the CRD's JSON: camelCase, only what the user set."""
+    if model is None:
+        return None
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# --------------------------------------------------------------------------------------- where the triggers are
+Loc = tuple[str | int, ...]
+
+
+def autoscaling_locations(ep: Any) -> list[tuple[Loc, AutoScalingSpec]]:
+    """Every autoScalingSpec of an endpoint with its config path (top level, intelligent routing, prefill/decoding)."""
+    out: list[tuple[Loc, AutoScalingSpec]] = []
+    if ep.auto_scaling_spec is not None:
+        out.append((("autoScalingSpec",), ep.auto_scaling_spec))
+    irs = ep.intelligent_routing_spec
+    if irs is not None and irs.auto_scaling_spec is not None:
+        out.append((("intelligentRoutingSpec", "autoScalingSpec"), irs.auto_scaling_spec))
+    pd = ep.pd_spec
+    if pd is not None and pd.auto_scaling_spec is not None:
+        for key in ("prefillAutoScaling", "decodingAutoScaling"):
+            spec = getattr(pd.auto_scaling_spec, "prefill_auto_scaling" if key.startswith("p") else "decoding_auto_scaling")
+            if spec is not None:
+                out.append((("pdSpec", "autoScalingSpec", key), spec))
+    return out
+
+
+def trigger_locations(ep: Any) -> list[tuple[Loc, CloudWatchTrigger | PrometheusTrigger]]:
+    """Every trigger the operator will use (the list form wins over the single one), with its config path."""
+    out: list[tuple[Loc, CloudWatchTrigger | PrometheusTrigger]] = []
+    for loc, spec in autoscaling_locations(ep):
+        for single, many in (("cloudWatchTrigger", "cloudWatchTriggerList"),
+                             ("prometheusTrigger", "prometheusTriggerList")):
+            listed = getattr(spec, "cloud_watch_trigger_list" if single.startswith("c") else "prometheus_trigger_list")
+            one = getattr(spec, "cloud_watch_trigger" if single.startswith("c") else "prometheus_trigger")
+            if listed:
+                out += [(loc + (many, i), t) for i, t in enumerate(listed)]
+            elif one is not None:
+                out.append((loc + (single,), one))
+    return out
+
+
+def _path(loc: Loc) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+# --------------------------------------------------------------------------------------------------- warnings
+@endpoint_rule
+def _production_warnings(ep: Any, config: Any) -> list[ConfigWarning]:
+    w: list[ConfigWarning] = []
+    if ep.sagemaker_endpoint_name and (ep.instance_types is not None or ep.node_affinity is not None):
+        key = "instanceTypes" if ep.instance_types is not None else "nodeAffinity"
+        w.append(ConfigWarning("placementRegistration", key, "with instanceTypes or nodeAffinity, how the operator "
+                               "fills the SageMaker endpoint registration's instance type is not documented"))
+    for loc, spec in autoscaling_locations(ep):
+        at = _path(loc)
+        if loc in (("autoScalingSpec",), ("intelligentRoutingSpec", "autoScalingSpec")) \
+                and not spec.min_replicas <= ep.replicas <= spec.max_replicas:
+            w.append(ConfigWarning("replicasOutsideAutoscaling", "replicas", f"replicas ({ep.replicas}) is outside "
+                                   f"{at}'s range [{spec.min_replicas}, {spec.max_replicas}]; KEDA will move it"))
+        for single, many, kind in ((spec.cloud_watch_trigger, spec.cloud_watch_trigger_list, "cloudWatchTrigger"),
+                                   (spec.prometheus_trigger, spec.prometheus_trigger_list, "prometheusTrigger")):
+            if single is not None and many:
+                w.append(ConfigWarning("triggerSingleAndList", f"{at}.{kind}", f"both {kind} and {kind}List are "
+                                       f"set; the operator uses only {kind}List"))
+        if spec.min_replicas > 0:
+            for tloc, trig in trigger_locations(ep):
+                if tloc[:len(loc)] == loc and len(tloc) > len(loc) and tloc[len(loc)] in (
+                        "cloudWatchTrigger", "cloudWatchTriggerList", "prometheusTrigger", "prometheusTriggerList") \
+                        and trig.activation_target_value is not None:
+                    w.append(ConfigWarning("activationWithMinReplicas", _path(tloc) + ".activationTargetValue",
+                                           f"activationTargetValue only matters when scaling from zero; {at}."
+                                           f"minReplicaCount is {spec.min_replicas}"))
+        if spec.min_replicas == 0 and ep.verify is not None:
+            w.append(ConfigWarning("scaleToZeroVerify", f"{at}.minReplicaCount", "minReplicaCount 0 with verify: "
+                                   "the endpoint may have scaled to zero when the check invokes it"))
+    kv = ep.kv_cache_spec
+    if kv is not None:
+        if ep.effective_runtime == "custom":
+            w.append(ConfigWarning("kvCacheCustomRuntime", "kvCacheSpec", "only vLLM / LMCache images are known to "
+                                   "work with the operator's KV cache"))
+        if kv.l2_cache_spec is not None and kv.l2_cache_spec.l2_cache_backend == "redis":
+            w.append(ConfigWarning("l2CacheRedisIgnored", "kvCacheSpec.l2CacheSpec.l2CacheBackend", "the operator "
+                                   "ignores the redis backend today (aws/sagemaker-hyperpod-cli issue #431)"))
+    if ep.intelligent_routing_spec is not None:
+        w.append(ConfigWarning("intelligentRouting", "intelligentRoutingSpec", "the operator refuses adding "
+                               "intelligentRoutingSpec to an existing deployment, and it moves the Ingress to "
+                               "hyperpod-inference-system"))
+    if not ep.sagemaker_endpoint_name:
+        for key, value in (("tags", ep.tags), ("modelVersion", ep.model_version)):
+            if value is not None:
+                w.append(ConfigWarning("sagemakerFieldWithoutEndpoint", key, f"{key} applies to the SageMaker "
+                                       "endpoint, and sagemakerEndpointName is not set"))
+    if ep.max_deploy_time_in_seconds is not None and ep.verify is not None \
+            and ep.max_deploy_time_in_seconds > ep.verify.timeout_minutes * 60:
+        w.append(ConfigWarning("deployTimeBeyondVerify", "maxDeployTimeInSeconds", f"the deployment may take up to "
+                               f"{ep.max_deploy_time_in_seconds} s, longer than verify waits "
+                               f"({ep.verify.timeout_minutes} min)"))
+    if ep.weight_cache.mode == "daemonset" and not ep.is_jumpstart:
+        facts = ep.instance
+        if facts is None or not facts.nvme:
+            w.append(ConfigWarning("weightCacheWithoutNvme", "weightCache.mode", "the instance is not known to have "
+                                   "instance-store NVMe: the cache lands on the root disk (within minFreePercent)"))
+    if ep.spec_overrides:
+        paths = ", ".join(f"spec.{f.dotted(p)}" for p in f.override_leaves(ep.spec_overrides))
+        w.append(ConfigWarning("specOverrides", "specOverrides", f"merged into the resource unvalidated: {paths}"))
+    return w
+
+
+@config_rule
+def _addon_warnings(config: Any) -> list[ConfigWarning]:
+    op = config.operator
+    w: list[ConfigWarning] = []
+    if op.install == "addon" and op.addon_version and op.addon_version != f.ADDON_VERSIONS.get(op.version):
+        newer = f.NEWER_ADDON_VERSIONS.get(op.addon_version)
+        detail = (f"it installs operator {newer}, whose CRD is not available to validate against" if newer
+                  else "the library has not validated it")
+        if op.addon_version.startswith("v2."):
+            detail += "; v2.x reads other configuration keys (inferenceOperator.*, inferenceGateway.*) and its " \
+                      "schema is unknown, so the configurationValues written for v1.x may not apply"
+        w.append(ConfigWarning("addonVersionUnvalidated", "operator.addonVersion",
+                               f"{op.addon_version} is not the add-on of operator.version {op.version} "
+                               f"({f.ADDON_VERSIONS.get(op.version)}): {detail}; operator.version stays the field "
+                               "set the config validates"))
+    if op.addon_configuration_overrides:
+        paths = ", ".join(f.dotted(p) for p in f.override_leaves(op.addon_configuration_overrides))
+        w.append(ConfigWarning("addonConfigurationOverrides", "operator.addonConfigurationOverrides",
+                               f"merged into the add-on's configurationValues unvalidated: {paths}"))
+    return w
