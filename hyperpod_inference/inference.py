@@ -31,6 +31,7 @@ from .charts.nvme_cache import NvmeAgentCode, NvmeCache, NvmeCachePlan, model_re
 from .config.loader import ConfigError, parse_config
 from .config.models import Endpoint, HyperPodConfig
 from .config.warnings import config_warnings, endpoint_warnings
+from .constructs.autoscaling import KedaTriggerAccess
 from .constructs.data_capture import DataCaptureStorage
 from .constructs.domain import CustomDomain, delegation_instructions
 from .constructs.endpoint_verification import EndpointVerification
@@ -127,7 +128,8 @@ class HyperPodInference(Construct):
             self._add(endpoint)
         self._global_outputs()
         self.node.add_validation(_SizeLimits(self))
-        cdk.Aspects.of(self).add(_FoldOutputs(self))
+        self.keda_triggers: KedaTriggerAccess | None = None
+        cdk.Aspects.of(self).add(_Finalize(self))
 
     # ------------------------------------------------------------------------------------------------- props
     def _validate_props(self, config: HyperPodConfig, cluster: eks.ICluster | None,
@@ -403,6 +405,14 @@ class HyperPodInference(Construct):
         cdk.CfnOutput(self, "OperatorExecutionRoleArn", value=self.execution_role.role_arn)
         cdk.CfnOutput(self, "TlsBucketName", value=self.tls_bucket.bucket_name)
 
+    def _finalize(self) -> None:
+        """At synth, once every endpoint is added: KEDA's trigger grants, then the output fold."""
+        if self.keda_triggers is None:
+            roles = self.operator.dependency_roles
+            self.keda_triggers = KedaTriggerAccess(self, "KedaTriggers", endpoints=self._added, account=self.account,
+                                                   keda_role=roles.keda_role if roles is not None else None)
+        self.fold_outputs()
+
     def fold_outputs(self) -> None:
         """Over CloudFormation's 200 outputs (2-3 per endpoint): one output per endpoint instead, the same values
         joined. Runs at synth (an aspect), after every endpoint is added."""
@@ -443,13 +453,13 @@ class HyperPodInference(Construct):
 
 
 @jsii.implements(cdk.IAspect)
-class _FoldOutputs:
+class _Finalize:
     def __init__(self, owner: HyperPodInference) -> None:
         self.owner = owner
 
     def visit(self, node: IConstruct) -> None:
         if node is self.owner:
-            self.owner.fold_outputs()
+            self.owner._finalize()
 
 
 @jsii.implements(IValidation)

@@ -90,7 +90,8 @@ class OperatorInstall:
                 enable_custom_service_accounts=custom_service_accounts,
                 jumpstart_gated_model_download_role_arn=roles.jumpstart_gated_role.role_arn,
                 alb_role_arn=roles.alb_role.role_arn, keda_role_arn=roles.keda_role.role_arn,
-                preserve_on_delete=config.manifests.delivery == "files")
+                preserve_on_delete=config.manifests.delivery == "files",
+                configuration_overrides=op.addon_configuration_overrides)
             addon.node.add_dependency(self.tls_bucket, *deps)
             self.dependencies.append(addon)
             return

@@ -43,6 +43,7 @@ from ..facts.operator import (
     OPERATOR_NAMESPACE,
     TLS_BUCKET_PREFIX,
 )
+from ..facts.production import merge_patch
 from .irsa import ServiceAccountRef, ServiceAccountRole, irsa_principal, oidc_issuer_from_arn
 from .lazy import lazy
 
@@ -383,20 +384,17 @@ _ALB_POLICY_ACKS: Mapping[str, str] = {
         "Upstream ALB controller policy: tagging listener rules of load balancers the controller creates.",
 }
 
-KEDA_CLOUDWATCH_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics")
-KEDA_PROMETHEUS_ACTIONS = ("aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata")
-
-
 class OperatorDependencyRoles(Construct):
     """IRSA roles for what the operator add-on installs or uses, each trusted by exactly its service account(s).
 
     - ``alb_role``: ``hyperpod-inference-system:aws-load-balancer-controller``, upstream ALB controller policy v2.13.
-    - ``keda_role``: ``hyperpod-inference-system:keda-operator``; CloudWatch metric reads and Amazon Managed Prometheus
-      queries on this account's workspaces in this Region.
+    - ``keda_role``: ``hyperpod-inference-system:keda-operator``, created with no permissions: what the endpoints'
+      autoscaling triggers read is granted by ``constructs.autoscaling.KedaTriggerAccess``.
     - ``s3_csi_role``: ``kube-system:s3-csi-driver-sa``, created with no permissions: features grant it exactly the
       buckets/prefixes their volumes mount.
     - ``jumpstart_gated_role``: SageMaker plus the per-endpoint service accounts ``hyperpod-inference-service-account*``
-      the operator creates in ``namespaces_for_gated`` (a callable is read at synth); AWS managed ``AmazonSageMakerHyperPodGatedModelAccess``.
+      the operator creates in ``namespaces_for_gated`` (a callable is read at synth); AWS managed
+      ``AmazonSageMakerHyperPodGatedModelAccess``.
 
     Any ``*_role_arn`` imports that role instead of creating it (``jumpstart_gated_role_arn`` likewise).
     ``sagemaker_source_account`` (default True) makes the gated role's SageMaker trust require ``aws:SourceAccount``.
@@ -452,19 +450,7 @@ class OperatorDependencyRoles(Construct):
         role = ServiceAccountRole(self, "KedaRole", oidc_provider_arn=oidc_provider_arn,
                                   service_account=KEDA_SERVICE_ACCOUNT,
                                   description="KEDA operator installed by the HyperPod inference add-on")
-        role.add_to_policy(iam.PolicyStatement(actions=list(KEDA_CLOUDWATCH_ACTIONS), resources=["*"]))
-        stack = Stack.of(self)
-        workspaces = stack.format_arn(service="aps", resource="workspace", resource_name="*")
-        role.add_to_policy(iam.PolicyStatement(actions=list(KEDA_PROMETHEUS_ACTIONS), resources=[workspaces]))
-        _acknowledge(role.node.find_child("DefaultPolicy"), {
-            _nag_iam5("*"):
-                "cloudwatch:GetMetricData, GetMetricStatistics and ListMetrics support no resource-level permissions; "
-                "KEDA reads the metrics its ScaledObjects name.",
-            _nag_iam5(f"arn:{_nag_value(stack.partition, 'AWS::Partition')}:aps:{_nag_value(stack.region, 'AWS::Region')}:"
-                      f"{_nag_value(stack.account, 'AWS::AccountId')}:workspace/*"):
-                "KEDA's Prometheus scaler queries whichever Amazon Managed Prometheus workspace an endpoint's "
-                "autoscaling names; scoped to this account and Region.",
-        })
+        # What KEDA may read follows the endpoints' triggers: constructs/autoscaling.py (KedaTriggerAccess).
         return role
 
     def _gated_model_role(self, oidc_provider_arn: str,
@@ -520,13 +506,16 @@ class OperatorAddon(Construct):
     :param version: operator version; picks the add-on version from ``OPERATOR_ADDON_VERSIONS``
     :param addon_version: pin another add-on version (``vX.Y.Z-eksbuild.N``)
     :param preserve_on_delete: keep the operator on the cluster when the stack (or this add-on) is deleted
+    :param configuration_overrides: an RFC 7386 merge patch applied last to ``configurationValues`` (for keys of
+        newer add-on versions the library does not set)
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, cluster_name: str,
                  version: Literal["v3.2", "v3.3"], execution_role_arn: str, tls_bucket_name: str,
                  hyperpod_cluster_arn: str | None, enable_custom_service_accounts: bool,
                  jumpstart_gated_model_download_role_arn: str, alb_role_arn: str, keda_role_arn: str,
-                 addon_version: str | None = None, preserve_on_delete: bool = False) -> None:
+                 addon_version: str | None = None, preserve_on_delete: bool = False,
+                 configuration_overrides: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
         errors: list[str] = []
         if version not in OPERATOR_ADDON_VERSIONS:
@@ -544,6 +533,10 @@ class OperatorAddon(Construct):
             alb_role_arn=alb_role_arn,
             keda_role_arn=keda_role_arn,
         )
+        if configuration_overrides:
+            # operator.addonConfigurationOverrides: an RFC 7386 merge patch, applied last (the config refuses it on
+            # the keys set above)
+            configuration = merge_patch(configuration, dict(configuration_overrides))
         self.addon_version = addon_version or OPERATOR_ADDON_VERSIONS[version]
         self.addon = eks.CfnAddon(
             self,

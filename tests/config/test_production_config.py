@@ -14,6 +14,7 @@ from hyperpod_inference.config.warnings import endpoint_warnings
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "hyperpod.yaml").read_text())
+DEFAULT["endpoints"][0].pop("autoScalingSpec")  # the default config's own trigger: each test sets what it tests
 AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd"
 CW = {"namespace": "AWS/ApplicationELB", "metricName": "RequestCountPerTarget", "targetValue": 100}
 PROM = {"serverAddress": AMP, "query": "sum(rate(vllm:num_requests_running[1m]))", "targetValue": 10}

@@ -351,18 +351,11 @@ def test_gated_model_role_uses_string_like_only_for_the_per_endpoint_service_acc
         {"Fn::Join": ["", [*PARTITION_JOIN, ":iam::aws:policy/AmazonSageMakerHyperPodGatedModelAccess"]]}]
 
 
-def test_keda_role_reads_cloudwatch_metrics_and_queries_only_this_accounts_prometheus_workspaces(dependency_roles):
+def test_keda_role_starts_with_no_permissions(dependency_roles):
+    # GIVEN the dependency roles alone WHEN reading KEDA's statements THEN there are none: what KEDA may read follows
+    # the endpoints' triggers (constructs/autoscaling.py, tests/constructs/test_autoscaling.py)
     stack, roles, template = dependency_roles
-    # WHEN reading the KEDA role's statements
-    statements = role_statements(template, logical_id(roles.keda_role))
-    # THEN CloudWatch reads use "*" (no resource-level support) and aps is scoped to workspaces here
-    assert statements == [
-        {"Action": ["cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics"],
-         "Effect": "Allow", "Resource": "*"},
-        {"Action": ["aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
-         "Effect": "Allow",
-         "Resource": {"Fn::Join": ["", [*PARTITION_JOIN, f":aps:{REGION}:{ACCOUNT}:workspace/*"]]}},
-    ]
+    assert role_statements(template, logical_id(roles.keda_role)) == []
 
 
 def test_s3_csi_role_starts_with_no_permissions(dependency_roles):
@@ -605,8 +598,6 @@ EXPECTED_STAR_STATEMENTS = {
     ("AlbControllerPolicy", ("elasticloadbalancing:CreateListener",)),
     ("AlbControllerPolicy", ("elasticloadbalancing:ModifyLoadBalancerAttributes",)),
     ("AlbControllerPolicy", ("elasticloadbalancing:SetWebAcl",)),
-    ("KedaRoleDefaultPolicy", ("cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics",
-                               "cloudwatch:ListMetrics")),
 }
 
 
@@ -620,10 +611,10 @@ def test_resource_star_statements_are_exactly_the_allow_listed_ones():
             if statement["Resource"] == "*" or "*" in (statement["Resource"] if isinstance(statement["Resource"], list)
                                                        else []):
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-                owner = next(n for n in ("AlbControllerPolicy", "KedaRoleDefaultPolicy") if n in logical)
+                owner = next(n for n in ("AlbControllerPolicy",) if n in logical)
                 key = tuple(actions) if len(actions) <= 3 else (actions[0],)
                 found.add((owner, key))
-    # THEN they are exactly the upstream ALB controller's and KEDA's CloudWatch reads
+    # THEN they are exactly the upstream ALB controller's (KEDA's CloudWatch reads come with a trigger only)
     assert found == EXPECTED_STAR_STATEMENTS
 
 
