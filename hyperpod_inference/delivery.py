@@ -84,16 +84,20 @@ class ManifestDelivery:
         return cdk8s.Chart(self.k8s_app, name, disable_resource_name_hashes=True)
 
     def deliver(self, scope: Construct, name: str, chart: cdk8s.Chart, *, depends_on: list[str] | None = None,
-                after: list[Construct] | None = None, custom_resource: bool = False) -> ManifestUnit:
+                after: list[Construct] | None = None, custom_resource: bool = False,
+                overwrite: bool = True) -> ManifestUnit:
         """Register ``chart`` and, with kubectl delivery, apply it as ``Manifest<Name>`` in ``scope`` after the
-        units named in ``depends_on``, the constructs in ``after`` and (for custom resources) the operator chart."""
+        units named in ``depends_on``, the constructs in ``after`` and (for custom resources) the operator chart.
+
+        ``overwrite=False``: the kubectl handler creates the objects (``kubectl create``) instead of applying them, so
+        an object that already exists fails the deploy instead of being adopted."""
         unit = ManifestUnit(name, chart, list(depends_on or []), list(after or []), custom_resource)
         self.units[name] = unit
         objs = unit.objects()
         if self.cluster is None or not objs:
             return unit
         resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self.cluster, manifest=objs,
-                                          overwrite=True)
+                                          overwrite=overwrite)
         unit.resource = resource
         for dep in unit.depends_on:
             other = self.units.get(dep)

@@ -41,6 +41,14 @@ from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack
 from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
 from .operator_install import OperatorInstall
 
+#: Context key: ``retain`` keeps the single namespaces manifest of earlier releases (retained), for the migration.
+LEGACY_NAMESPACES_CONTEXT = "hyperpod-inference:legacyNamespaces"
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}}}
+
 
 @dataclass
 class InferenceEndpoint:
@@ -207,7 +215,7 @@ class HyperPodInference(Construct):
         scope = scope or self
         self._added.append(endpoint)
         name = f"{endpoint.namespace}-{endpoint.name}"
-        base_deps = ["namespaces"] if endpoint.namespace in self.config.namespaces else []
+        base_deps = [self._namespace_units[endpoint.namespace]] if endpoint.namespace in self._namespace_units else []
         support_objs: list[dict[str, Any]] = []
         token = token_secret_ref(endpoint)
         hf = endpoint.model.huggingface
@@ -284,13 +292,28 @@ class HyperPodInference(Construct):
         return name
 
     def _add_namespaces(self) -> None:
+        """One manifest resource per owned namespace, created (never applied): an existing namespace fails the deploy
+        with kubectl's AlreadyExists instead of being adopted, and so is never deleted with the stack.
+
+        The context key ``hyperpod-inference:legacyNamespaces=retain`` instead keeps the single ``namespaces``
+        manifest of earlier releases, retained on removal: the first step of the migration (docs/upgrades.md)."""
+        self._namespace_units: dict[str, str] = {}
         if not self.config.namespaces:
             return
-        chart = self.delivery.chart("namespaces")
-        add_objects(chart, [{"apiVersion": "v1", "kind": "Namespace",
-                             "metadata": {"name": ns, "labels": {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}}}
-                            for ns in self.config.namespaces])
-        self.delivery.deliver(self, "namespaces", chart)
+        if self.node.try_get_context(LEGACY_NAMESPACES_CONTEXT) == "retain":
+            chart = self.delivery.chart("namespaces")
+            add_objects(chart, [_namespace(ns) for ns in self.config.namespaces])
+            unit = self.delivery.deliver(self, "namespaces", chart)
+            if unit.resource is not None:
+                unit.resource.node.find_child("Resource").apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+            self._namespace_units = dict.fromkeys(self.config.namespaces, "namespaces")
+            return
+        for ns in self.config.namespaces:
+            name = f"namespace-{ns}"
+            chart = self.delivery.chart(name)
+            add_objects(chart, [_namespace(ns)])
+            self.delivery.deliver(self, name, chart, overwrite=False)
+            self._namespace_units[ns] = name
 
     # ------------------------------------------------------------------------------------ capture and domain
     def _capture_for(self, endpoint: Endpoint) -> DataCaptureStorage:

@@ -21,7 +21,7 @@ def test_default_app_synthesizes_template_and_manifests_with_the_cli(synth_defau
     assert any(r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" for r in template["Resources"].values())
     manifests = sorted(p.name for p in (out / "manifests").glob("*.yaml"))
     assert manifests == ["inference-nvme-agent-code.yaml", "inference-qwen-chat-support.yaml",
-                         "inference-qwen-chat.yaml", "namespaces.yaml"]
+                         "inference-qwen-chat.yaml", "namespace-inference.yaml"]
     cr = next(yaml.safe_load_all((out / "manifests" / "inference-qwen-chat.yaml").read_text()))
     assert cr["kind"] == "InferenceEndpointConfig" and cr["metadata"]["name"] == "qwen-chat"
     report = json.loads((out / "validation-report.json").read_text())

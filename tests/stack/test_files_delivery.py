@@ -33,7 +33,8 @@ def by_name(synth, kind, name):
 def test_synth_passes_cdk_nag_and_writes_one_file_per_chart(synth):
     # THEN app.synth() did not raise (a cdk-nag finding would), and each chart has its file
     assert set(synth.manifests) == {
-        "namespaces", "inference-qwen-chat-support", "inference-qwen-chat", "research-llama-s3",
+        "namespace-inference", "namespace-research", "inference-qwen-chat-support", "inference-qwen-chat",
+        "research-llama-s3",
         "research-mistral-tgi", "research-llama-nvme-support", "research-llama-nvme", "research-llama-js",
         "inference-nvme-agent-code", "research-nvme-agent-code"}
 

@@ -54,7 +54,7 @@ def test_custom_resource_is_applied_after_operator_support_objects_and_namespace
     t = default.template
     cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
     support = logical_of(default, default.stack.manifest_resources["inference-qwen-chat-support"])
-    namespaces = logical_of(default, default.stack.manifest_resources["namespaces"])
+    namespaces = logical_of(default, default.stack.manifest_resources["namespace-inference"])
     addon = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Addon"
              and v["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"][0]
     deps_addons = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Addon" and k != addon]
