@@ -57,7 +57,10 @@ def model_spec(endpoint: Endpoint, region: str) -> dict[str, Any]:
     if src.s3 is not None:
         return {"source": "s3", "bucket": src.s3.bucket, "prefix": src.s3.prefix, "region": src.s3.region or region}
     if src.fsx is not None and src.fsx.node_path:
-        return {"source": "local", "path": _fsx_node_model_path(endpoint)}
+        # links are followed only to targets on the node-mounted file system
+        spec = {"source": "local", "path": _fsx_node_model_path(endpoint)}
+        mount = src.fsx.node_path.rstrip("/")
+        return {**spec, "mount": mount} if mount else spec
     raise ValueError(f"endpoint {endpoint.namespace}/{endpoint.name}: the NVMe agent caches S3, Hugging Face and "
                      "node-mounted FSx sources")
 

@@ -1,7 +1,7 @@
 """The NVMe agent: materializes model weights on node-local NVMe (DaemonSet ``warm`` mode, init-container ``ensure``).
 
-This package is self-contained (stdlib + botocore + huggingface_hub, imported lazily; boto3 only for the optional
-s3transfer downloader; relative imports only, flat, only ``.py`` files) so that it can be shipped as a ConfigMap and
+This package is self-contained (stdlib + botocore + huggingface_hub, imported lazily; relative imports only, flat,
+only ``.py`` files) so that it can be shipped as a ConfigMap and
 run as ``python -m nvme_agent``.
 """
 

@@ -29,6 +29,7 @@ import base64
 import functools
 import hashlib
 import os
+import stat
 import zlib
 
 _BUF = 4 * 1024 * 1024
@@ -45,8 +46,18 @@ def chunks_of(fh, size: int = _BUF):
         yield view[:n]
 
 
+def _open_regular(path: str):
+    """An unbuffered binary file object of ``path``, which must be a regular file and is never followed as a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    fh = os.fdopen(fd, "rb", buffering=0)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fh.close()
+        raise OSError(f"{path} is not a regular file")
+    return fh
+
+
 def _read_chunks(path: str, size: int = _BUF):
-    with open(path, "rb", buffering=0) as fh:
+    with _open_regular(path) as fh:
         yield from chunks_of(fh, size)
 
 
@@ -207,7 +218,7 @@ def compute(path: str, algo: str, params: dict | None = None) -> str:
     """Compute the checksum ``algo`` of the file at ``path`` in the encoding the source uses."""
     params = params or {}
     if algo in StreamHasher.SEQUENTIAL:
-        h = StreamHasher(algo, params, size=os.path.getsize(path))
+        h = StreamHasher(algo, params, size=os.lstat(path).st_size)
         for chunk in _read_chunks(path):
             h.update(chunk)
         return h.value()
@@ -220,7 +231,7 @@ def compute(path: str, algo: str, params: dict | None = None) -> str:
 
 def _part_digests(path: str, part_size: int, base: str) -> list[bytes]:
     digests = []
-    with open(path, "rb", buffering=0) as fh:
+    with _open_regular(path) as fh:
         buf = bytearray(min(_BUF, part_size))
         view = memoryview(buf)
         while True:
@@ -256,14 +267,18 @@ def matches(path: str, entry: dict, computed: str | None = None) -> bool:
     not known (``None``) never matches.
     """
     try:
-        if os.path.getsize(path) != entry["size"]:
-            return False
+        st = os.lstat(path)
     except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != entry["size"]:
         return False
     checksum = entry.get("checksum") or {"algo": "size"}
     if checksum["algo"] == "size":
         return True
     if checksum.get("value") is None:
         return False
-    actual = computed if computed is not None else compute(path, checksum["algo"], checksum)
+    try:
+        actual = computed if computed is not None else compute(path, checksum["algo"], checksum)
+    except OSError:
+        return False
     return actual == checksum["value"]

@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 
-from . import cache
+from . import cache, workers
 from .spec import SpecError, normalize_spec, required_modules
 
 log = logging.getLogger("nvme_agent")
@@ -51,8 +51,7 @@ def _parse_model(text: str) -> dict:
 
 def _options(args) -> cache.Options:
     return cache.Options(min_free_bytes=args.min_free_bytes, min_free_percent=args.min_free_percent,
-                         lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size,
-                         max_io_queue=args.max_io_queue)
+                         lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,8 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--chunk-size", type=int, default=None,
                         help="S3 ranged GET size in bytes for objects without a per-part checksum (default 64 MiB; "
                              "multipart objects are fetched one part per GET)")
-    common.add_argument("--max-io-queue", type=int, default=None,
-                        help="IO queue length of the s3transfer downloader (NVME_AGENT_S3_TRANSFER=s3transfer)")
     common.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
 
     parser = argparse.ArgumentParser(prog="nvme_agent", description="Materialize model weights on node-local NVMe.")
@@ -95,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args) -> int:
     root = args.cache_root
-    os.makedirs(root, exist_ok=True)
+    cache.prepare_root(root)
     opts = _options(args)
     if args.cmd == "ensure":
         # a hit needs none of the source's modules (importing botocore alone takes ~0.1 s of every pod start): they
@@ -140,13 +137,27 @@ def _run(args) -> int:
     raise AssertionError(args.cmd)
 
 
+EXIT_SIGTERM = 143
+
+
+def _on_sigterm(*_) -> None:
+    """Stop: workers see ``CANCEL`` between reads and files; the main thread unwinds (its waits give them
+    ``workers.GRACE`` seconds), the source cleans its temporary files, and the process exits 143. A second SIGTERM
+    while stopping changes nothing."""
+    if workers.CANCEL.is_set():
+        return
+    workers.CANCEL.set()
+    log.warning("SIGTERM: stopping")
+    raise SystemExit(EXIT_SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), stream=sys.stderr,
                         format="nvme-agent %(levelname)s %(message)s")
-    for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "huggingface_hub"):
+    for noisy in ("botocore", "urllib3", "httpx", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return _run(args)
     except SpecError as exc:

@@ -7,18 +7,17 @@ The endpoint is whatever botocore resolves (it honours ``AWS_ENDPOINT_URL`` / ``
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import contextlib
 import errno
 import http.client
 import logging
 import os
-import posixpath
 import re
 import sys
 import threading
 import uuid
 
+from . import workers
 from .checksums import CRCS, StreamHasher, composite, crc_of_ranges, crt_checksums, multipart_md5
 
 log = logging.getLogger("nvme_agent")
@@ -29,13 +28,10 @@ MiB = 1024 * 1024
 class TransferSettings:
     """Tunables of the S3 transfer (CLI flags / env ``NVME_AGENT_S3_*``)."""
 
-    def __init__(self, max_concurrency: int | None = None, chunk_size: int | None = None,
-                 max_io_queue: int | None = None, multipart_threshold: int | None = None):
+    def __init__(self, max_concurrency: int | None = None, chunk_size: int | None = None):
         env = os.environ.get
         self.max_concurrency = int(max_concurrency or env("NVME_AGENT_S3_MAX_CONCURRENCY") or 16)
         self.chunk_size = int(chunk_size or env("NVME_AGENT_S3_CHUNK_SIZE") or 64 * MiB)
-        self.max_io_queue = int(max_io_queue or env("NVME_AGENT_S3_MAX_IO_QUEUE") or 100)
-        self.multipart_threshold = int(multipart_threshold or env("NVME_AGENT_S3_MULTIPART_THRESHOLD") or 16 * MiB)
         # bytes received from a response per read, into one reused buffer per transfer thread (memory: this times
         # max_concurrency); each read is hashed as a whole
         self.read_size = int(env("NVME_AGENT_S3_READ_SIZE") or MiB)
@@ -54,17 +50,11 @@ class TransferSettings:
         # single-part objects up to this size are fetched in one GET so that their (sequential) checksum is computed
         # while streaming; larger ones are fetched in ranges and hashed after the download
         self.stream_hash_max = int(env("NVME_AGENT_S3_STREAM_HASH_MAX") or 1024 * MiB)
-        # "stream" (default: parallel ranged GETs, checksums computed in flight) or "s3transfer" (boto3's classic
-        # transfer manager, files read back to verify them: the previous downloader, kept as a fallback)
-        self.transfer = (env("NVME_AGENT_S3_TRANSFER") or "stream").lower()
-        if self.transfer not in ("stream", "s3transfer"):
-            raise ValueError(f"NVME_AGENT_S3_TRANSFER must be stream or s3transfer, got {self.transfer!r}")
         for name in ("read_size", "write_size"):
             if getattr(self, name) < 4096:
                 raise ValueError(f"NVME_AGENT_S3_{name.upper()} must be at least 4096 bytes, got {getattr(self, name)}")
         self._clients = {}
         self._lock = threading.Lock()
-        self._pool = None
 
     def client(self, spec: dict):
         """One S3 client per region for every request of this run (a client is thread-safe; making one costs
@@ -82,27 +72,6 @@ class TransferSettings:
             refused_now, self.direct_io = self.direct_io, False
         if refused_now:  # logged once, also when several transfer threads are refused at once
             log.info("direct I/O refused by the cache's filesystem (%s): writing through the page cache", exc)
-
-    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        """The run's transfer threads (HEADs and GETs), all started before any request is queued.
-
-        A ThreadPoolExecutor starts a thread per ``submit`` up to ``max_workers``, and each start waits until the new
-        thread runs. Once the first workers are busy in botocore (Python code, holding the GIL), the new thread gets
-        the GIL only after the interpreter's switch interval (5 ms): 16 HEADs sent that way waited 35 ms in all for
-        their threads to start. Started while nothing else runs, 16 threads take about 2 ms. Idle threads end with
-        the pool (when these settings are dropped) or at exit.
-        """
-        with self._lock:
-            if self._pool is None:
-                workers = max(1, self.max_concurrency)
-                pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nvme-agent-s3")
-                # every worker blocks in the barrier, so each submit starts a new thread (an idle one would be reused)
-                started = threading.Barrier(workers + 1)
-                for _ in range(workers):
-                    pool.submit(started.wait)
-                started.wait()
-                self._pool = pool
-            return self._pool
 
 
 def _client(spec: dict, settings: TransferSettings):
@@ -287,10 +256,8 @@ def plan(spec: dict, settings: TransferSettings) -> tuple[str, list[dict]]:
             rel = key[len(prefix):]
             if not rel or rel.endswith("/"):
                 continue  # "directory" markers
-            norm = posixpath.normpath(rel)
-            if norm.startswith("../") or norm == ".." or norm.startswith("/"):
-                raise ValueError(f"refusing object key outside the prefix: {key!r}")
-            entries.append({"path": norm, "key": key, "size": int(obj["Size"]),
+            # the path is checked and normalized with the other entries' (cache.check_entries)
+            entries.append({"path": rel, "key": key, "size": int(obj["Size"]),
                             "etag": str(obj.get("ETag", "")).strip('"')})
     if not entries:
         raise FileNotFoundError(f"no objects under s3://{bucket}/{prefix}")
@@ -317,7 +284,10 @@ def describe(spec: dict, entries: list[dict], settings: TransferSettings) -> Non
     todo = [e for e in entries if "checksum" not in e]
     if todo:
         client = settings.client(spec)
-        list(settings.pool().map(lambda e: _describe_one(client, spec["bucket"], e), todo))
+        failed = workers.each(todo, lambda e: _describe_one(client, spec["bucket"], e), settings.max_concurrency,
+                              "s3-head")
+        if failed:
+            raise failed[0][1]
 
 
 def download(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:
@@ -327,8 +297,6 @@ def download(spec: dict, entries: list[dict], dest_dir: str, settings: TransferS
     complete. ``computed`` is the entry's checksum computed over the bytes written (``None`` when the transfer
     could not compute it in flight: the caller then reads the file back). ``on_done`` runs on a transfer thread.
     """
-    if settings.transfer != "stream":
-        return _download_transfer_manager(spec, entries, dest_dir, settings, on_done)
     return _download_streaming(spec, entries, dest_dir, settings, on_done)
 
 
@@ -422,10 +390,10 @@ class _FileJob:
         2 GiB in a micro-benchmark, BENCHMARKS.md). Every range is written whole or the file is dropped, and the
         size is checked before a file is accepted."""
         os.makedirs(os.path.dirname(self.target), exist_ok=True)
-        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         if self.settings.direct_io:
             try:
-                self.direct_fd = os.open(self.tmp, os.O_WRONLY | os.O_DIRECT)
+                self.direct_fd = os.open(self.tmp, os.O_WRONLY | os.O_DIRECT | os.O_NOFOLLOW)
             except OSError as exc:  # EINVAL: a filesystem without direct I/O (e.g. tmpfs on older kernels)
                 self.settings.refuse_direct_io(exc)
 
@@ -611,6 +579,7 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
         try:
             _check_range(response, start, end, job.entry["key"])
             while offset < end:
+                workers.check()
                 want = min(len(buffer), end - offset)
                 if readinto is not None:
                     n = readinto(buffer[:want])
@@ -663,7 +632,7 @@ class _Schedule:
         """``(job, range index)``, ``(job, None)`` to prepare the job, or None: no more tasks."""
         with self._cond:
             while True:
-                if self._stopped:
+                if self._stopped or workers.CANCEL.is_set():
                     return None
                 if self._ranges:
                     return self._ranges.popleft()
@@ -672,7 +641,7 @@ class _Schedule:
                     return self._unprepared.popleft(), None
                 if not self._preparing:
                     return None
-                self._cond.wait()
+                self._cond.wait(0.2)  # also to see CANCEL
 
     def prepared(self, job: _FileJob, indexes) -> None:
         with self._cond:
@@ -759,70 +728,23 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
             elif prepare(job):
                 run(job, 0)
 
-    pool = settings.pool()
-    workers = [pool.submit(worker) for _ in range(max(1, settings.max_concurrency))]
     try:
-        concurrent.futures.wait(workers)
-    finally:
-        # interrupted (SIGTERM): no new tasks; the running ones end before their files are closed below
+        failures = workers.run(settings.max_concurrency, worker, "s3")
+    except BaseException:
+        # interrupted (SIGTERM): no new tasks; the temporary files of unfinished files go (their descriptors close
+        # with the process: a worker stuck in a stalled read may still hold one); finished files stay, verified
         schedule.stop()
-        concurrent.futures.wait(workers)
+        for job in jobs:
+            if job.fd is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(job.tmp)
+        raise
     for job in jobs:
-        if job.fd is not None:  # never finished (interrupted; a direct_fd is only ever open beside fd)
+        if job.fd is not None:  # never finished (a direct_fd is only ever open beside fd)
             job.close(keep=False)
-    for future in workers:
-        future.result()  # a worker's own failure (the tasks catch theirs)
-    if errors:
-        path, exc = errors[0]
-        raise RuntimeError(f"{len(errors)} file(s) failed, first {path}: {exc}") from exc
-
-
-def _download_transfer_manager(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings,
-                               on_done) -> None:
-    """boto3's classic transfer manager; files are read back to verify them (``computed`` is None).
-
-    (boto3's CRT transfer manager is not offered: with awscrt 0.38 it failed every GET against both loopback S3
-    servers used in the tests and the benchmark, AWS_IO_SOCKET_CLOSED.)"""
-    from boto3.s3.transfer import TransferConfig, create_transfer_manager
-    from s3transfer.subscribers import BaseSubscriber
-
-    client = settings.client(spec)
-    describe(spec, entries, settings)  # the files are verified against their checksums after the download
-    config = TransferConfig(
-        multipart_threshold=settings.multipart_threshold,
-        multipart_chunksize=settings.chunk_size,
-        max_concurrency=settings.max_concurrency,
-        max_io_queue=settings.max_io_queue,
-        io_chunksize=256 * 1024,
-        use_threads=True,
-        preferred_transfer_client="classic",  # never the CRT client, even where awscrt is installed
-    )
-    errors = []
-
-    class Done(BaseSubscriber):
-        def __init__(self, entry):
-            self.entry = entry
-
-        def on_done(self, future, **kwargs):
-            try:
-                future.result()
-                on_done(self.entry, None)
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append((self.entry["path"], exc))
-
-    with create_transfer_manager(client, config) as manager:
-        log.debug("transfer manager: %s", type(manager).__name__)
-        futures = []
-        for e in entries:
-            target = os.path.join(dest_dir, e["path"])
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            # s3transfer HEADs the object and pins its ETag (If-Match) on every ranged GET
-            futures.append(manager.download(spec["bucket"], e["key"], target, subscribers=[Done(e)]))
-        for f in futures:
-            try:
-                f.result()
-            except BaseException:  # noqa: BLE001 - collected by the subscriber
-                pass
+    if failures:
+        raise failures[0]  # a worker's own failure (the tasks catch theirs)
+    workers.check()
     if errors:
         path, exc = errors[0]
         raise RuntimeError(f"{len(errors)} file(s) failed, first {path}: {exc}") from exc
