@@ -18,7 +18,7 @@ import cdk8s_plus_28 as kplus
 from constructs import Construct
 
 from ..config.models import Endpoint
-from ..nvme_agent import PROCESS_ENV, agent_source_files, model_relative_dir
+from ..nvme_agent import agent_source_files, model_relative_dir
 from .endpoint import MANAGED_BY, SecretRef
 from .runtimes import PRESETS
 
@@ -97,7 +97,6 @@ def _agent_env(token: SecretRef | None) -> list[dict[str, Any]]:
         {"name": "PYTHONPATH", "value": AGENT_MOUNT},
         {"name": "HF_HOME", "value": "/tmp/hf"},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
-        *({"name": name, "value": value} for name, value in PROCESS_ENV.items()),
     ]
     if token is not None:
         # The token is a file (huggingface_hub reads HF_TOKEN_PATH), never an environment variable.

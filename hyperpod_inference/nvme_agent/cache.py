@@ -21,7 +21,6 @@ import errno
 import fcntl
 import json
 import logging
-import math
 import os
 import posixpath
 import shutil
@@ -31,6 +30,7 @@ import time
 import uuid
 
 from . import checksums
+from .config import AgentConfig
 from .spec import HUGGINGFACE, LOCAL, S3, model_relative_dir, normalize_spec
 
 log = logging.getLogger("nvme_agent")
@@ -42,7 +42,6 @@ LEASES = ".leases"
 PARTIAL_SUFFIX = ".partial"
 RESERVED = {COMPLETE, MANIFEST, LAST_USED, LEASES}
 MANIFEST_VERSION = 1
-DEFAULT_LEASE_TTL = 600.0
 
 
 class AgentError(Exception):
@@ -87,28 +86,6 @@ def disk_usage(root: str) -> tuple[int, int]:
         return max(total - _tree_bytes(root), 0), total
     usage = shutil.disk_usage(root)
     return usage.free, usage.total
-
-
-class Options:
-    def __init__(self, min_free_bytes: int = 0, min_free_percent: float = 0.0, lease_ttl: float = DEFAULT_LEASE_TTL,
-                 concurrency: int | None = None, chunk_size: int | None = None, verify_retries: int = 2):
-        self.min_free_bytes = int(min_free_bytes or 0)
-        self.min_free_percent = float(min_free_percent or 0.0)
-        self.lease_ttl = float(lease_ttl)
-        self.concurrency = concurrency
-        self.chunk_size = chunk_size
-        self.verify_retries = verify_retries
-        self._s3_settings = None
-
-    def s3_settings(self):
-        """The S3 transfer settings of this run (one object, so listing and downloading share one client)."""
-        if self._s3_settings is None:
-            from . import s3_source
-            self._s3_settings = s3_source.TransferSettings(self.concurrency, self.chunk_size)
-        return self._s3_settings
-
-    def floor(self, total: int) -> int:
-        return max(self.min_free_bytes, math.ceil(total * self.min_free_percent / 100.0))
 
 
 # --- layout and small file helpers -------------------------------------------------------------------------------
@@ -378,7 +355,7 @@ def complete_models(root: str) -> list[str]:
     return out
 
 
-def ensure_space(root: str, needed: int, keep_rel: str, opts: Options) -> None:
+def ensure_space(root: str, needed: int, keep_rel: str, opts: AgentConfig) -> None:
     """Evict least-recently-used, unleased, unlocked complete models until ``needed`` bytes fit above the watermark."""
     free, total = disk_usage(root)
     floor = opts.floor(total)
@@ -414,7 +391,7 @@ def ensure_space(root: str, needed: int, keep_rel: str, opts: Options) -> None:
 
 # --- materialization ---------------------------------------------------------------------------------------------
 
-def _plan(spec: dict, opts: Options) -> tuple[str, list[dict]]:
+def _plan(spec: dict, opts: AgentConfig) -> tuple[str, list[dict]]:
     if spec["source"] == S3:
         from . import s3_source
         return s3_source.plan(spec, opts.s3_settings())
@@ -422,19 +399,19 @@ def _plan(spec: dict, opts: Options) -> tuple[str, list[dict]]:
         from . import local_source
         return local_source.plan(spec)
     from . import hf_source
-    return hf_source.plan(spec, opts.concurrency or 8)
+    return hf_source.plan(spec, opts.parallel(8))
 
 
-def _download(spec: dict, revision: str, entries: list[dict], dest: str, opts: Options, on_done) -> None:
+def _download(spec: dict, revision: str, entries: list[dict], dest: str, opts: AgentConfig, on_done) -> None:
     if spec["source"] == S3:
         from . import s3_source
         s3_source.download(spec, entries, dest, opts.s3_settings(), on_done)
     elif spec["source"] == LOCAL:
         from . import local_source
-        local_source.download(spec, entries, dest, opts.concurrency or 8, on_done)
+        local_source.download(spec, entries, dest, opts.parallel(8), on_done)
     else:
         from . import hf_source
-        hf_source.download(spec, revision, entries, dest, opts.concurrency or 8, on_done)
+        hf_source.download(spec, revision, entries, dest, opts.parallel(8), on_done)
 
 
 def _prepare_partial(root: str, final: str, partial: str) -> None:
@@ -483,14 +460,14 @@ def check_entries(entries: list[dict], reserved=()) -> None:
         raise AgentError(f"the model's files cannot be cached: {shown}")
 
 
-def _describe(spec: dict, entries: list[dict], opts: Options) -> None:
+def _describe(spec: dict, entries: list[dict], opts: AgentConfig) -> None:
     """Give checksums to entries the source planned without one (S3: a HEAD per object)."""
     if spec["source"] == S3:
         from . import s3_source
         s3_source.describe(spec, entries, opts.s3_settings())
 
 
-def _scan_partial(partial: str, entries: list[dict], spec: dict, opts: Options) -> tuple[set[str], int]:
+def _scan_partial(partial: str, entries: list[dict], spec: dict, opts: AgentConfig) -> tuple[set[str], int]:
     """Keep verified files, delete everything else (links and other non-regular entries included, never followed);
     return (verified paths, verified bytes)."""
     wanted = {e["path"]: e for e in entries}
@@ -558,7 +535,7 @@ def _publish(root: str, partial: str, final: str) -> None:
     _fsync_dir(final)
 
 
-def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
+def _materialize(root: str, spec: dict, rel: str, opts: AgentConfig) -> None:
     final = os.path.join(root, rel)
     partial = final + PARTIAL_SUFFIX
     revision, entries = _plan(spec, opts)
@@ -620,7 +597,7 @@ def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
     log.info("%s: complete (%d files, %d bytes)", rel, len(entries), manifest["totalBytes"])
 
 
-def ensure(root: str, spec: dict, opts: Options | None = None, lease_holder: str | None = None,
+def ensure(root: str, spec: dict, opts: AgentConfig | None = None, lease_holder: str | None = None,
            touch: bool = True, before_download=None) -> str:
     """Make the model complete under root (download on a miss) and return its directory.
 
@@ -628,7 +605,7 @@ def ensure(root: str, spec: dict, opts: Options | None = None, lease_holder: str
     timestamp; ``lease_holder`` records a lease that protects the model from eviction while it is refreshed;
     ``before_download(spec)`` runs (holding the model's lock) only when the model has to be fetched.
     """
-    opts = opts or Options()
+    opts = opts or AgentConfig.from_env()
     spec = normalize_spec(spec)
     rel = model_relative_dir(spec)
     final = os.path.join(root, rel)
@@ -704,7 +681,7 @@ def all_complete(root: str, specs: list[dict]) -> bool:
 WARM_HOLDER = "warm-agent"
 
 
-def warm_cycle(root: str, specs: list[dict], models_hash: str, opts: Options) -> bool:
+def warm_cycle(root: str, specs: list[dict], models_hash: str, opts: AgentConfig) -> bool:
     """Make every listed model complete; the warm agent leases them (so they are not evicted) but does not count
     as a use for LRU. Writes the readiness file only when all are complete, removes it otherwise."""
     for spec in specs:

@@ -86,20 +86,13 @@ def crc32_function():
     zlib 1.2/1.3's table-driven CRC-32 does ~4.5-5 GiB/s on one core on data in cache (as each read is hashed right
     after it arrives), ~0.4 s of CPU for 2 GiB: the largest CPU cost of a download after the network and the page
     cache. ``isal`` (Intel ISA-L, ``pip install isal``; wheels for x86_64 and aarch64) computes the same CRC with the
-    CPU's carry-less multiply at 70+ GiB/s. The agent does not require it. ``NVME_AGENT_CRC32=zlib`` uses zlib's
-    even when ``isal`` is there (for side-by-side measurements).
+    CPU's carry-less multiply at 70+ GiB/s. The agent does not require it.
     """
-    choice = os.environ.get("NVME_AGENT_CRC32") or "auto"
-    if choice not in ("auto", "zlib"):
-        raise ValueError(f"NVME_AGENT_CRC32 must be auto or zlib, got {choice!r}")
-    if choice == "auto":
-        try:
-            from isal.isal_zlib import crc32
-        except ImportError:
-            pass
-        else:
-            return crc32
-    return zlib.crc32
+    try:
+        from isal.isal_zlib import crc32
+    except ImportError:
+        return zlib.crc32
+    return crc32
 
 
 class _CrcSpec:

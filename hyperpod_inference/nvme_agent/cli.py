@@ -18,6 +18,7 @@ import sys
 import time
 
 from . import cache, workers
+from .config import DEFAULT_LEASE_TTL, AgentConfig
 from .spec import SpecError, normalize_spec, required_modules
 
 log = logging.getLogger("nvme_agent")
@@ -39,7 +40,9 @@ def check_modules(specs: list[dict]) -> None:
         except Exception as exc:  # noqa: BLE001 - a module that fails to import is as good as missing
             missing.append(f"{name} ({type(exc).__name__}: {exc})")
     if missing:
-        raise MissingModule("missing Python module(s) required by the model source: " + ", ".join(missing))
+        raise MissingModule("missing Python module(s) required by the model source: " + ", ".join(missing)
+                            + " (the agent runs in the endpoint's image; weightCache.agentImage names one that has "
+                              "them)")
 
 
 def _parse_model(text: str) -> dict:
@@ -49,9 +52,10 @@ def _parse_model(text: str) -> dict:
     return normalize_spec(text)
 
 
-def _options(args) -> cache.Options:
-    return cache.Options(min_free_bytes=args.min_free_bytes, min_free_percent=args.min_free_percent,
-                         lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size)
+def _options(args) -> AgentConfig:
+    return AgentConfig.from_env(min_free_bytes=args.min_free_bytes, min_free_percent=args.min_free_percent,
+                                lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size,
+                                direct_io=args.direct_io, fast_read=args.fast_read)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,13 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--cache-root", required=True, help="cache root on the node-local NVMe (hostPath)")
     common.add_argument("--min-free-bytes", type=int, default=0, help="keep at least this many bytes free")
     common.add_argument("--min-free-percent", type=float, default=0.0, help="keep at least this %% of the disk free")
-    common.add_argument("--lease-ttl", type=float, default=cache.DEFAULT_LEASE_TTL,
+    common.add_argument("--lease-ttl", type=float, default=DEFAULT_LEASE_TTL,
                         help="seconds a lease stays active after its last touch (default 600)")
     common.add_argument("--concurrency", type=int, default=None,
-                        help="parallel requests (S3 ranged GETs, default 16; Hub files, default 8)")
+                        help="parallel requests (S3 ranged GETs, default 16; Hub and local files, default 8; "
+                             "env NVME_AGENT_CONCURRENCY)")
     common.add_argument("--chunk-size", type=int, default=None,
                         help="S3 ranged GET size in bytes for objects without a per-part checksum (default 64 MiB; "
-                             "multipart objects are fetched one part per GET)")
+                             "multipart objects are fetched one part per GET; env NVME_AGENT_CHUNK_SIZE)")
+    common.add_argument("--direct-io", type=int, choices=(0, 1), default=None,
+                        help="1 (default): whole blocks written with O_DIRECT; 0: through the page cache "
+                             "(env NVME_AGENT_DIRECT_IO)")
+    common.add_argument("--fast-read", type=int, choices=(0, 1), default=None,
+                        help="1: receive S3 responses through botocore's private response attributes, probed, with "
+                             "a fallback (default 0; env NVME_AGENT_FAST_READ)")
     common.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
 
     parser = argparse.ArgumentParser(prog="nvme_agent", description="Materialize model weights on node-local NVMe.")

@@ -61,7 +61,7 @@ def test_expired_lease_does_not_protect_and_locked_model_is_skipped(s3, bucket, 
 
     # WHEN a new model needs space while the busy model's lock is held
     with cache.model_lock(root, model_relative_dir(s3_spec(bucket, "busy/")), exclusive=False):
-        cache.ensure(root, s3_spec(bucket, "target/"), cache.Options(lease_ttl=600))
+        cache.ensure(root, s3_spec(bucket, "target/"), cache.AgentConfig(lease_ttl=600))
 
     # THEN the locked model survives (although older) and the stale-leased one is evicted
     assert cache.is_complete(busy)
