@@ -31,7 +31,8 @@ import uuid
 
 from . import checksums
 from .config import AgentConfig
-from .spec import HUGGINGFACE, LOCAL, S3, model_relative_dir, normalize_spec
+from .source import open_source
+from .spec import model_relative_dir, normalize_spec
 
 log = logging.getLogger("nvme_agent")
 
@@ -391,29 +392,6 @@ def ensure_space(root: str, needed: int, keep_rel: str, opts: AgentConfig) -> No
 
 # --- materialization ---------------------------------------------------------------------------------------------
 
-def _plan(spec: dict, opts: AgentConfig) -> tuple[str, list[dict]]:
-    if spec["source"] == S3:
-        from . import s3_source
-        return s3_source.plan(spec, opts.s3_settings())
-    if spec["source"] == LOCAL:
-        from . import local_source
-        return local_source.plan(spec)
-    from . import hf_source
-    return hf_source.plan(spec, opts.parallel(8))
-
-
-def _download(spec: dict, revision: str, entries: list[dict], dest: str, opts: AgentConfig, on_done) -> None:
-    if spec["source"] == S3:
-        from . import s3_source
-        s3_source.download(spec, entries, dest, opts.s3_settings(), on_done)
-    elif spec["source"] == LOCAL:
-        from . import local_source
-        local_source.download(spec, entries, dest, opts.parallel(8), on_done)
-    else:
-        from . import hf_source
-        hf_source.download(spec, revision, entries, dest, opts.parallel(8), on_done)
-
-
 def _prepare_partial(root: str, final: str, partial: str) -> None:
     """Pick the directory to download into: a leftover .partial (made by the agent, never mounted by a pod), else a
     new one. A published directory without a valid completion record (the model server mounts it read-write) is
@@ -460,21 +438,10 @@ def check_entries(entries: list[dict], reserved=()) -> None:
         raise AgentError(f"the model's files cannot be cached: {shown}")
 
 
-def _describe(spec: dict, entries: list[dict], opts: AgentConfig) -> None:
-    """Give checksums to entries the source planned without one (S3: a HEAD per object)."""
-    if spec["source"] == S3:
-        from . import s3_source
-        s3_source.describe(spec, entries, opts.s3_settings())
-
-
-def _scan_partial(partial: str, entries: list[dict], spec: dict, opts: AgentConfig) -> tuple[set[str], int]:
+def _scan_partial(partial: str, entries: list[dict], source) -> tuple[set[str], int]:
     """Keep verified files, delete everything else (links and other non-regular entries included, never followed);
     return (verified paths, verified bytes)."""
     wanted = {e["path"]: e for e in entries}
-    keep_dirs = {LEASES}
-    if spec["source"] == HUGGINGFACE:
-        from .hf_source import HF_METADATA_DIR
-        keep_dirs.add(HF_METADATA_DIR)
     present = []
     stack = [("", partial)]
     while stack:
@@ -484,8 +451,7 @@ def _scan_partial(partial: str, entries: list[dict], spec: dict, opts: AgentConf
         for entry in items:
             name = rel + entry.name
             if entry.is_dir(follow_symlinks=False) and name not in wanted:
-                if not (not rel and entry.name in keep_dirs):
-                    stack.append((name + "/", entry.path))
+                stack.append((name + "/", entry.path))
             elif entry.is_file(follow_symlinks=False) and name in wanted:
                 present.append((entry.path, name))
             else:
@@ -493,7 +459,7 @@ def _scan_partial(partial: str, entries: list[dict], spec: dict, opts: AgentConf
                         follow_symlinks=False)):
                     log.warning("removing %s from the partial download: not a regular file or directory", name)
                 _delete(entry.path)
-    _describe(spec, [wanted[rel] for _, rel in present], opts)
+    source.describe([wanted[rel] for _, rel in present])
     verified = set()
     for path, rel in present:
         if checksums.matches(path, wanted[rel]):
@@ -502,19 +468,6 @@ def _scan_partial(partial: str, entries: list[dict], spec: dict, opts: AgentConf
             log.info("re-fetching %s: incomplete or checksum mismatch", rel)
             os.unlink(path)
     return verified, sum(wanted[p]["size"] for p in verified)
-
-
-def _clean_partial(spec: dict, partial: str) -> None:
-    """Remove the temporary files of unfinished downloads (``.<name>.<id>.download``) and the Hub client's
-    bookkeeping; what stays under a planned name is whole and verified by the next run's scan."""
-    for dirpath, _dirs, files in os.walk(partial):
-        for name in files:
-            if name.startswith(".") and name.endswith(".download"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(dirpath, name))
-    if spec["source"] == HUGGINGFACE:
-        from .hf_source import clean_bookkeeping
-        clean_bookkeeping(partial)
 
 
 def _publish(root: str, partial: str, final: str) -> None:
@@ -538,17 +491,14 @@ def _publish(root: str, partial: str, final: str) -> None:
 def _materialize(root: str, spec: dict, rel: str, opts: AgentConfig) -> None:
     final = os.path.join(root, rel)
     partial = final + PARTIAL_SUFFIX
-    revision, entries = _plan(spec, opts)
-    if spec["source"] == HUGGINGFACE:
-        from .hf_source import HF_METADATA_DIR
-        check_entries(entries, {HF_METADATA_DIR})
-    else:
-        check_entries(entries)
+    source = open_source(spec, opts)
+    revision, entries = source.plan()
+    check_entries(entries, source.reserved)
     _prepare_partial(root, final, partial)
     for name in (COMPLETE, MANIFEST):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(partial, name))
-    verified, have = _scan_partial(partial, entries, spec, opts)
+    verified, have = _scan_partial(partial, entries, source)
     todo = [e for e in entries if e["path"] not in verified]
     needed = sum(e["size"] for e in todo)
     log.info("%s: %d file(s) to fetch (%d bytes), %d already verified", rel, len(todo), needed, len(verified))
@@ -569,9 +519,9 @@ def _materialize(root: str, spec: dict, rel: str, opts: AgentConfig) -> None:
                     bad.append(entry)
 
         try:
-            _download(spec, revision, todo, partial, opts, on_done)
+            source.download(revision, todo, partial, on_done)
         except BaseException:
-            _clean_partial(spec, partial)  # interrupted or failed: only verified files (and no temporaries) stay
+            source.clean(partial)  # interrupted or failed: only whole files (and no temporaries) stay
             raise
         if bad:
             attempt += 1
@@ -580,9 +530,7 @@ def _materialize(root: str, spec: dict, rel: str, opts: AgentConfig) -> None:
                 raise VerificationFailed(f"checksum mismatch after {attempt} attempt(s): {names}")
             log.warning("checksum mismatch, fetching again: %s", names)
         todo = bad
-    if spec["source"] == HUGGINGFACE:
-        from .hf_source import clean_bookkeeping
-        clean_bookkeeping(partial)
+    source.clean(partial)
     manifest = {
         "version": MANIFEST_VERSION,
         "source": spec,

@@ -12,6 +12,7 @@ import os
 import shutil
 
 from . import workers
+from .source import Source
 
 # huggingface_hub reads these at import time: set them before the first import.
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -77,3 +78,19 @@ def download(spec: dict, commit: str, entries: list[dict], dest_dir: str, concur
     if failed:
         entry, exc = failed[0]
         raise RuntimeError(f"{len(failed)} file(s) failed, first {entry['path']}: {exc}") from exc
+
+
+class HubSource(Source):
+    """A Hub repository at a revision, through huggingface_hub (see :func:`plan`, :func:`download`)."""
+
+    reserved = frozenset({HF_METADATA_DIR})
+
+    def plan(self):
+        return plan(self.spec, self.config.parallel(8))
+
+    def download(self, revision, entries, dest, on_done):
+        download(self.spec, revision, entries, dest, self.config.parallel(8), on_done)
+
+    def clean(self, dest):
+        super().clean(dest)
+        clean_bookkeeping(dest)

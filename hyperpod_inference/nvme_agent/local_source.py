@@ -19,6 +19,7 @@ import uuid
 
 from . import workers
 from .checksums import chunks_of
+from .source import Source
 
 log = logging.getLogger("nvme_agent")
 
@@ -135,3 +136,13 @@ def download(spec: dict, entries: list[dict], dest_dir: str, concurrency: int, o
     if failed:
         entry, exc = failed[0]
         raise RuntimeError(f"{len(failed)} file(s) failed, first {entry['path']}: {exc}") from exc
+
+
+class LocalSource(Source):
+    """A directory tree on the node (see :func:`plan`, :func:`download`); checksums are computed by the copy."""
+
+    def plan(self):
+        return plan(self.spec)
+
+    def download(self, revision, entries, dest, on_done):
+        download(self.spec, entries, dest, self.config.parallel(8), on_done)

@@ -18,6 +18,7 @@ import uuid
 
 from . import workers
 from .checksums import CRCS, StreamHasher, composite, crc_of_ranges, crt_checksums, multipart_md5
+from .source import Source
 
 log = logging.getLogger("nvme_agent")
 
@@ -681,3 +682,16 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
     if errors:
         path, exc = errors[0]
         raise RuntimeError(f"{len(errors)} file(s) failed, first {path}: {exc}") from exc
+
+
+class S3Source(Source):
+    """Objects under an S3 prefix (see :func:`plan`, :func:`describe`, :func:`download`)."""
+
+    def plan(self):
+        return plan(self.spec, self.config.s3_settings())
+
+    def describe(self, entries):
+        describe(self.spec, entries, self.config.s3_settings())
+
+    def download(self, revision, entries, dest, on_done):
+        download(self.spec, entries, dest, self.config.s3_settings(), on_done)
