@@ -55,6 +55,7 @@ _AGENT_SECURITY_CONTEXT = {
     "capabilities": {"drop": ["ALL"]},
     "seccompProfile": {"type": "RuntimeDefault"},
 }
+LEASE_HOLDER = "@hostname"  # the agent takes the host name: a pod's name
 _AGENT_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
 
 
@@ -130,7 +131,10 @@ class NvmeCachePlan:
 
     ``code_configmap_prefix`` names the agent code ConfigMap (``<prefix>-<code hash>``; give it the stack's name so
     two stacks never share one); ``share_across_namespaces`` puts every namespace's models in one cache root
-    (``weightCache.hostPath``) instead of ``<hostPath>/<namespace>``."""
+    (``weightCache.hostPath``) instead of ``<hostPath>/<namespace>``. The init container leases the model under the
+    pod's name; ``lease_sidecar`` adds a native sidecar (``restartPolicy: Always``, Kubernetes 1.29+) that keeps the
+    lease fresh for the pod's life (off by default: where the field does not reach the pod, the sidecar would be a
+    plain init container that never ends)."""
 
     endpoint: Endpoint
     region: str
@@ -138,6 +142,7 @@ class NvmeCachePlan:
     service_account_name: str | None
     code_configmap_prefix: str = AGENT_CODE_CONFIGMAP
     share_across_namespaces: bool = False
+    lease_sidecar: bool = False
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -178,24 +183,38 @@ class NvmeCachePlan:
         )
 
     def init_containers(self) -> tuple[dict[str, Any], ...]:
-        """Cold-cache fallback: cache hit -> exits at once; miss -> downloads into the node cache, then exits."""
-        return ({
+        """Cold-cache fallback: cache hit -> exits at once; miss -> downloads into the node cache, then exits; either
+        way it leases the model under the pod's name (and, with ``lease_sidecar``, a sidecar keeps the lease)."""
+        model = json.dumps(self.spec, sort_keys=True)
+        mounts = [
+            {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
+            {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
+            {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
+        ]
+        fill = {
             "name": "nvme-cache-fill",
             "image": agent_image(self.endpoint, self.region),
-            "command": agent_command("ensure", "--cache-root", CACHE_MOUNT,
-                                     "--model", json.dumps(self.spec, sort_keys=True), *self.min_free_args()),
+            "command": agent_command("ensure", "--cache-root", CACHE_MOUNT, "--model", model,
+                                     "--lease-holder", LEASE_HOLDER, *self.min_free_args()),
             "env": _agent_env(self.token),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
-            "volumeMounts": [
-                {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
-                {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
-                {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
-                *_source_mounts(self.endpoint)[1],
-                *_token_mount(self.token),
-            ],
-        },)
-
+            "volumeMounts": [*mounts, *_source_mounts(self.endpoint)[1], *_token_mount(self.token)],
+        }
+        if not self.lease_sidecar:
+            return (fill,)
+        lease = {
+            "name": "nvme-cache-lease",
+            "image": fill["image"],
+            "restartPolicy": "Always",
+            "command": agent_command("lease", "--cache-root", CACHE_MOUNT, "--model", model,
+                                     "--holder", LEASE_HOLDER, "--interval", "60"),
+            "env": [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}],
+            "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}},
+            "securityContext": _AGENT_SECURITY_CONTEXT,
+            "volumeMounts": mounts,
+        }
+        return (fill, lease)
 
     def config_hash(self) -> str:
         digest = hashlib.sha256(json.dumps({"spec": self.spec, "code": agent_code_hash(), "root": self.host_root,

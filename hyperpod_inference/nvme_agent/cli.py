@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 
@@ -83,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("ensure", parents=[common], help="make one model complete (download on a miss); print its dir")
     p.add_argument("--model", required=True, help="model spec JSON (or @file)")
-    p.add_argument("--lease-holder", default=None, help="also take a lease on the model under this name")
+    p.add_argument("--lease-holder", default=None,
+                   help=f"also take a lease on the model under this name ({HOSTNAME_HOLDER}: the host's, a pod's name)")
     p = sub.add_parser("warm", parents=[common], help="keep every model of a models file complete")
     p.add_argument("--models-file", required=True)
     p.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
@@ -94,11 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p = sub.add_parser("lease", parents=[common], help="hold a lease on a model (refreshed every interval)")
     p.add_argument("--model", required=True)
-    p.add_argument("--holder", required=True)
+    p.add_argument("--holder", required=True, help=f"the lease's name ({HOSTNAME_HOLDER}: the host's)")
     p.add_argument("--interval", type=float, default=60.0)
     p.add_argument("--once", action="store_true", help="touch once and exit")
     p.add_argument("--release", action="store_true", help="remove the lease and exit")
     return parser
+
+
+HOSTNAME_HOLDER = "@hostname"  # a pod's host name is its name (the lease holder of a pod)
+
+
+def _holder(name: str | None) -> str | None:
+    return socket.gethostname() if name == HOSTNAME_HOLDER else name
 
 
 def _run(args) -> int:
@@ -108,7 +117,7 @@ def _run(args) -> int:
     if args.cmd == "ensure":
         # a hit needs none of the source's modules (importing botocore alone takes ~0.1 s of every pod start): they
         # are checked only when the model has to be downloaded
-        print(cache.ensure(root, _parse_model(args.model), opts, lease_holder=args.lease_holder,
+        print(cache.ensure(root, _parse_model(args.model), opts, lease_holder=_holder(args.lease_holder),
                            before_download=lambda spec: check_modules([spec])), flush=True)
         return EXIT_OK
     if args.cmd == "check":
@@ -119,16 +128,22 @@ def _run(args) -> int:
         print(json.dumps({"state": state, "corrupt": bad}), flush=True)
         return {"ok": EXIT_OK, "absent": EXIT_ERROR}.get(state, EXIT_CORRUPT)
     if args.cmd == "lease":
+        args.holder = _holder(args.holder)
         final = cache.model_dir(root, _parse_model(args.model))
         if args.release:
             cache.release_lease(final, args.holder)
             return EXIT_OK
-        while True:
-            if cache.is_complete(final):
-                cache.touch_lease(final, args.holder)
-            if args.once:
-                return EXIT_OK
-            time.sleep(args.interval)
+        try:
+            while True:
+                if cache.is_complete(final):
+                    cache.touch_lease(final, args.holder)
+                if args.once:
+                    return EXIT_OK
+                time.sleep(args.interval)
+        except SystemExit:  # SIGTERM: the pod ends, and with it the lease (a native sidecar is stopped last)
+            if not args.once:
+                cache.release_lease(final, args.holder)
+            raise
     if args.cmd == "warm":
         # a loop for the pod's life: garbage collection back on (``__main__`` turns it off for the start-up), minus
         # the objects of the start-up, which live as long as the process

@@ -202,3 +202,31 @@ def test_s3_model_runs_the_daemonset_with_the_model_reader_service_account():
     assert pod["automountServiceAccountToken"] is False  # IRSA projects its own token; the agent needs no API access
     assert "HF_TOKEN" not in json.dumps(pod)
     assert plan.spec == {"source": "s3", "bucket": "my-models", "prefix": "qwen/", "region": "us-west-2"}
+
+
+def test_the_init_container_leases_the_model_under_the_pods_name():
+    # GIVEN an endpoint's plan (no sidecar by default)
+    plan = plan_for()
+    (init,) = plan.init_containers()
+
+    # THEN ensure takes a lease named after the pod (its host name)
+    assert init["command"][init["command"].index("--lease-holder") + 1] == "@hostname"
+
+
+def test_the_lease_sidecar_is_a_native_sidecar_refreshing_the_pods_lease():
+    # GIVEN a plan with the lease sidecar
+    plan = plan_for(lease_sidecar=True)
+    fill, lease = plan.init_containers()
+
+    # THEN after the fill container comes a native sidecar (restartPolicy: Always) running `lease` for the pod
+    assert fill["name"] == "nvme-cache-fill"
+    assert lease["restartPolicy"] == "Always"
+    assert lease["command"][5] == "lease"
+    assert lease["command"][lease["command"].index("--holder") + 1] == "@hostname"
+    assert lease["command"][lease["command"].index("--model") + 1] == json.dumps(plan.spec, sort_keys=True)
+    # AND a pod with these init containers and volumes is valid on Kubernetes 1.29 (native sidecars' floor)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "inference"},
+           "spec": {"containers": [{"name": "model", "image": "img"}], "initContainers": [fill, lease],
+                    "volumes": list(plan.volumes())}}
+    assert k8s_errors(pod, "1.29") == []
+
