@@ -579,7 +579,9 @@ def ensure(root: str, spec: dict, opts: AgentConfig | None = None, lease_holder:
 
 
 def verify(root: str, spec: dict) -> tuple[str, list[str]]:
-    """Re-hash a complete model. On corruption remove its marker (the next ensure re-fetches the bad files).
+    """Re-hash a complete model. On corruption remove its marker (the next ensure fetches the model again into a
+    fresh directory). The hashing holds the shared lock (readers' hits go on; nothing writes the model meanwhile);
+    only removing the marker takes the exclusive one.
 
     Returns (state, bad paths) with state one of ``absent``, ``ok``, ``corrupt``.
     """
@@ -587,19 +589,19 @@ def verify(root: str, spec: dict) -> tuple[str, list[str]]:
     rel = model_relative_dir(spec)
     final = os.path.join(root, rel)
     prepare_root(root)
-    with model_lock(root, rel, exclusive=True):
-        marker = _lstat(os.path.join(final, COMPLETE))
-        if marker is None:
+    with model_lock(root, rel, exclusive=False):
+        if _lstat(os.path.join(final, COMPLETE)) is None:
             return "absent", []
         manifest = read_manifest(final) or {}
         if not manifest.get("files") or not is_complete(final):
             bad = [MANIFEST]
         else:
             bad = [e["path"] for e in manifest["files"] if not checksums.matches(os.path.join(final, e["path"]), e)]
-        if bad:
-            _delete(os.path.join(final, COMPLETE))
-            return "corrupt", bad
+    if not bad:
         return "ok", []
+    with model_lock(root, rel, exclusive=True):
+        _delete(os.path.join(final, COMPLETE))
+    return "corrupt", bad
 
 
 # --- warm mode ---------------------------------------------------------------------------------------------------
@@ -629,12 +631,23 @@ def all_complete(root: str, specs: list[dict]) -> bool:
 WARM_HOLDER = "warm-agent"
 
 
-def warm_cycle(root: str, specs: list[dict], models_hash: str, opts: AgentConfig) -> bool:
+def warm_cycle(root: str, specs: list[dict], models_hash: str, opts: AgentConfig, verified: dict | None = None,
+               verify_interval: float | None = None) -> bool:
     """Make every listed model complete; the warm agent leases them (so they are not evicted) but does not count
-    as a use for LRU. Writes the readiness file only when all are complete, removes it otherwise."""
+    as a use for LRU. Writes the readiness file only when all are complete, removes it otherwise.
+
+    With ``verified`` (relative dir -> time of its last content check, kept by the caller across cycles), a model
+    whose content was not re-hashed within ``verify_interval`` seconds is verified first (a hit checks only the
+    structure): a corrupt one is fetched again in the same cycle."""
     for spec in specs:
         rel = model_relative_dir(spec)
         try:
+            if verified is not None and time.time() - verified.get(rel, 0.0) >= (verify_interval or 0.0):
+                state, bad = verify(root, spec)
+                if state == "corrupt":
+                    log.warning("%s: content check failed (%s): fetching it again", rel, ", ".join(bad[:5]))
+                if state != "absent":
+                    verified[rel] = time.time()
             ensure(root, spec, opts, lease_holder=WARM_HOLDER, touch=False)
         except AgentError as exc:
             log.error("%s: %s", rel, exc)

@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models-file", required=True)
     p.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
     p.add_argument("--once", action="store_true", help="one cycle; exit 0 iff all complete")
+    p.add_argument("--verify-interval", type=float, default=86400.0,
+                   help="seconds between re-hashes of each complete model's content (default 86400; also at start)")
     p = sub.add_parser("check", parents=[common], help="exit 0 iff every model of a models file is complete")
     p.add_argument("--models-file", required=True)
     p = sub.add_parser("verify", parents=[common], help="re-hash a complete model; unmark it when corrupt")
@@ -150,12 +152,13 @@ def _run(args) -> int:
         gc.freeze()
         gc.enable()
         first = True
+        verified: dict[str, float] = {}  # the content of each model is re-hashed at start, then every interval
         while True:
             specs, digest = cache.load_models_file(args.models_file)
             if first:
                 check_modules(specs)
                 first = False
-            ready = cache.warm_cycle(root, specs, digest, opts)
+            ready = cache.warm_cycle(root, specs, digest, opts, verified, args.verify_interval)
             log.info("warm cycle: %d model(s), ready=%s", len(specs), ready)
             if args.once:
                 return EXIT_OK if ready else EXIT_ERROR
