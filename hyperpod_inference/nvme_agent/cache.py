@@ -146,6 +146,19 @@ def prepare_root(root: str) -> None:
         _real_dir(os.path.join(root, name))
 
 
+#: a file kubelet bind-mounts into every container from its own directory on the node (usually the root disk)
+KUBELET_FILE = "/etc/hostname"
+
+
+def on_kubelet_disk(root: str, reference: str | None = None) -> bool:
+    """True when the cache root is on the same device as ``reference`` (in a pod: kubelet's pod directory, usually
+    the node's root disk), i.e. no instance-store NVMe is mounted at the cache's hostPath."""
+    try:
+        return os.stat(root).st_dev == os.stat(reference or KUBELET_FILE).st_dev
+    except OSError:
+        return False
+
+
 def _open_nofollow(path: str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
     return os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
 

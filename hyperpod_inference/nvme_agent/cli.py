@@ -115,6 +115,9 @@ def _holder(name: str | None) -> str | None:
 def _run(args) -> int:
     root = args.cache_root
     cache.prepare_root(root)
+    if args.cmd in ("ensure", "warm") and cache.on_kubelet_disk(root):
+        log.warning("the cache root %s is on the same device as kubelet's pod data (the node's root disk?): is the "
+                    "instance-store NVMe mounted at weightCache.hostPath?", root)
     opts = _options(args)
     if args.cmd == "ensure":
         # a hit needs none of the source's modules (importing botocore alone takes ~0.1 s of every pod start): they

@@ -216,3 +216,35 @@ def test_lease_command_protects_and_release_unprotects(s3, bucket, tmp_path, aws
     # WHEN it releases the lease THEN no lease is active any more
     assert run_agent(*lease, "--release", env=aws_env).returncode == 0
     assert cache.active_leases(final, ttl=600) == []
+
+
+def test_a_cache_root_on_the_device_of_kubelets_files_is_warned(tmp_path, monkeypatch):
+    # GIVEN a cache root and a reference file on the same device, and one on another device (/proc)
+    (tmp_path / "hostname").write_text("node-1\n")
+
+    # WHEN / THEN only the first is reported as on kubelet's (root) disk
+    assert cache.on_kubelet_disk(str(tmp_path), str(tmp_path / "hostname")) is True
+    assert cache.on_kubelet_disk(str(tmp_path), "/proc/self/status") is False
+    assert cache.on_kubelet_disk(str(tmp_path / "missing"), str(tmp_path / "hostname")) is False
+
+    # AND the agent warns about it when it runs ensure there (and not when the reference is elsewhere)
+    monkeypatch.setattr(cache, "KUBELET_FILE", "/proc/self/status")
+    assert cache.on_kubelet_disk(str(tmp_path)) is False
+    monkeypatch.setattr(cache, "KUBELET_FILE", str(tmp_path / "hostname"))
+    src = tmp_path / "fsx" / "m"
+    src.mkdir(parents=True)
+    (src / "config.json").write_text("{}")
+    import logging
+
+    from hyperpod_inference.nvme_agent import cli
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("nvme_agent").addHandler(handler)
+    try:
+        code = cli.main(["ensure", "--cache-root", str(tmp_path / "nvme"), "--model",
+                         json.dumps({"source": "local", "path": str(src)})])
+    finally:
+        logging.getLogger("nvme_agent").removeHandler(handler)
+    assert code == 0
+    assert any("same device as kubelet's pod data" in r.getMessage() for r in records)
