@@ -397,10 +397,12 @@ def ensure_space(root: str, needed: int, keep_rel: str, opts: AgentConfig) -> No
         free, total = disk_usage(root)
         if free - needed >= floor:
             return
+    ours = _tree_bytes(root)
     raise InsufficientSpace(
         f"not enough space in {root}: need {needed} bytes plus a free-space watermark of {floor} bytes, "
         f"available {free} bytes (of {total}) after evicting {len(evicted)} model(s); leased or in-use models are "
-        f"never evicted")
+        f"never evicted. Usage: this cache root {ours} bytes, the rest of the disk (other namespaces' cache roots, "
+        f"other files) {max(total - free - ours, 0)} bytes")
 
 
 # --- materialization ---------------------------------------------------------------------------------------------

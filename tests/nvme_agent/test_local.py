@@ -194,3 +194,21 @@ def test_warm_re_hashes_a_complete_models_content_at_start_and_fetches_a_corrupt
     assert result.returncode == 0, result.stderr
     assert "content check failed (model-00001.safetensors)" in result.stderr
     assert open(path, "rb").read() == files["model-00001.safetensors"]
+
+
+def test_not_enough_space_names_this_roots_usage_and_the_rest_of_the_disk(tmp_path):
+    # GIVEN a 1,000-byte model, and a disk of 10,000 bytes of which other roots use 9,500 besides this root's files
+    src = tmp_path / "fsx" / "m"
+    src.mkdir(parents=True)
+    (src / "w.bin").write_bytes(os.urandom(1000))
+    root = str(tmp_path / "nvme")
+
+    def usage(path):
+        ours = cache._tree_bytes(path)
+        return 10_000 - 9_500 - ours, 10_000
+
+    cache.disk_usage_hook = usage
+
+    # WHEN the agent ensures the model THEN it fails naming both usages
+    with pytest.raises(cache.InsufficientSpace, match=r"this cache root 0 bytes, the rest of the disk .* 9500 bytes"):
+        cache.ensure(root, spec_of(src))
