@@ -16,8 +16,9 @@ Algorithms (the ``algo`` of a manifest entry):
   digest), or, for ``sha256`` in hex, the Hub's LFS sha256. ``crc32c`` and ``crc64nvme`` need ``awscrt`` (see
   :func:`crt_checksums`); ``crc32`` is ``isal``'s when it can be imported, else zlib's (see :func:`crc32_function`).
 - ``git-sha1``: the git blob id the Hub reports for non-LFS files: ``sha1(b"blob <size>\\0" + content)``.
-- ``size``: only the size can be checked (KMS-encrypted objects without additional checksums, unknown ETag
-  schemes).
+- ``size``: only the size can be checked against the source (KMS-encrypted objects without additional checksums,
+  unknown ETag schemes); the CRC32 of the bytes written is recorded (``recorded``) and checked when the file is read
+  back (``verify``, the warm DaemonSet's content check).
 
 S3 objects are verified by a CRC when S3 has one for them (see ``s3_source._checksum_for``): it detects the
 corruption a download guards against (transmission, storage) as well as MD5 does, at a fraction of its CPU cost.
@@ -267,7 +268,14 @@ def matches(path: str, entry: dict, computed: str | None = None) -> bool:
         return False
     checksum = entry.get("checksum") or {"algo": "size"}
     if checksum["algo"] == "size":
-        return True
+        # a checksum the agent recorded when it wrote the file (the source has none): checked when reading back
+        recorded = checksum.get("recorded")
+        if recorded is None or computed is not None:
+            return True
+        try:
+            return compute(path, recorded["algo"], recorded) == recorded["value"]
+        except OSError:
+            return False
     if checksum.get("value") is None:
         return False
     try:

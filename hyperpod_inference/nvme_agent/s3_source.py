@@ -309,7 +309,11 @@ class _FileJob:
             step = max(settings.chunk_size, MiB)
             self.ranges = [(off, min(off + step, size)) for off in range(0, size, step)]
             if algo == "size":
-                self.combine = lambda: None
+                # nothing to check against at the source (e.g. SSE-KMS without additional checksums): a CRC32 of the
+                # bytes written is recorded, so that verify and the warm DaemonSet's check detect later corruption
+                self.hashers = [StreamHasher("crc32") for _ in self.ranges]
+                self.combine = lambda: crc_of_ranges("crc32", [h.digest() for h in self.hashers],
+                                                     [end - start for start, end in self.ranges])
         self.pending = len(self.ranges)
 
     def open(self) -> None:
@@ -613,7 +617,10 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
             if ok:
                 job.close_files()
                 os.replace(job.tmp, job.target)
-                on_done(job.entry, job.computed())
+                computed = job.computed()
+                if (job.entry.get("checksum") or {"algo": "size"})["algo"] == "size" and computed is not None:
+                    job.entry["checksum"] = {"algo": "size", "recorded": {"algo": "crc32", "value": computed}}
+                on_done(job.entry, computed)
         except BaseException as exc:  # noqa: BLE001 - reported below
             ok = False
             job.error = job.error or exc

@@ -1185,3 +1185,23 @@ def test_crc32c_without_awscrt_fails_naming_the_module(monkeypatch):
 def test_io_sizes_below_a_page_are_refused_naming_the_setting(name):
     with pytest.raises(ValueError, match=f"{name.replace('_', ' ')} must be at least 4096, got 100"):
         cache.AgentConfig(**{name: 100})
+
+
+def test_objects_verified_by_size_only_get_a_recorded_crc32_that_verify_checks(s3, bucket, tmp_path, monkeypatch):
+    # GIVEN objects S3 gives no usable checksum for (e.g. SSE-KMS without additional checksums): size only
+    files = put_model(s3, bucket)
+    monkeypatch.setattr(s3_source, "_checksum_for", lambda *args, **kwargs: {"algo": "size"})
+    root = str(tmp_path / "nvme")
+    final = cache.ensure(root, spec_of(bucket))
+
+    # THEN the manifest records a CRC32 of the bytes written for each of them
+    recorded = {f["path"]: f["checksum"] for f in cache.read_manifest(final)["files"]}
+    for name, data in files.items():
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        assert recorded[name] == {"algo": "size", "recorded": {"algo": "crc32", "value": crc}}
+
+    # WHEN a file is overwritten with same-size garbage THEN verify (and so the warm DaemonSet's check) finds it
+    path = os.path.join(final, "model-00001.safetensors")
+    with open(path, "r+b") as fh:
+        fh.write(b"\0" * 16)
+    assert cache.verify(root, spec_of(bucket)) == ("corrupt", ["model-00001.safetensors"])
