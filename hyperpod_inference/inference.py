@@ -38,6 +38,7 @@ from .constructs.endpoint_verification import EndpointVerification
 from .constructs.irsa import ServiceAccountRef, ServiceAccountRole
 from .constructs.model_access import grant_model_read, grant_secret_read
 from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems
+from .facts import naming
 from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
 from .operator_install import OperatorInstall
 
@@ -103,6 +104,12 @@ class HyperPodInference(Construct):
         super().__init__(scope, construct_id)
         self.stack = cdk.Stack.of(self)
         self._validate_props(config, cluster, execution_role)
+        # What the names the library chooses carry, so two stacks (or two of these in one stack) never collide: the
+        # stack's name, and this construct's id unless it is Default.
+        self.name_scope = self.stack.stack_name if construct_id == "Default" else \
+            f"{self.stack.stack_name}-{construct_id}"
+        self._agent_code_prefix = naming.physical_name(naming.dns_safe(self.name_scope, default="hyperpod"),
+                                                       "nvme-agent", rule=naming.K8S_LABEL, max_length=40)
         if config.env is None:
             # The enclosing stack's env: the config's rules that depend on it (ARNs in its account, region support)
             # apply as they do to a config that names it.
@@ -125,6 +132,7 @@ class HyperPodInference(Construct):
 
         self.operator = OperatorInstall(self, config=config, oidc_provider_arn=self.oidc_provider_arn,
                                         delivery=self.delivery, cluster=cluster, endpoints=self._added,
+                                        name_scope=self.name_scope,
                                         tls_bucket=tls_bucket, execution_role=execution_role)
         self.execution_role = self.operator.execution_role
         self.tls_bucket = self.operator.tls_bucket
@@ -236,7 +244,8 @@ class HyperPodInference(Construct):
                 grant_model_read(model_role, bucket=s3_source.bucket, prefix=s3_source.prefix,
                                  kms_key_arn=s3_source.kms_key_arn)
                 support_objs.append(model_reader_service_account(endpoint, model_role.role_arn))
-            plan = NvmeCachePlan(endpoint, self.region, token, sa_name)
+            plan = NvmeCachePlan(endpoint, self.region, token, sa_name, code_configmap_prefix=self._agent_code_prefix,
+                                 share_across_namespaces=endpoint.weight_cache.share_across_namespaces)
             wiring.update(kubernetes_volumes=plan.volumes(), init_containers=plan.init_containers(),
                           model_volume_name=endpoint.weight_cache.volume_name, service_account_name=sa_name)
         else:
@@ -287,7 +296,7 @@ class HyperPodInference(Construct):
         name = f"{namespace}-nvme-agent-code"
         if name not in self.delivery.units:
             chart = self.delivery.chart(name)
-            NvmeAgentCode(chart, "AgentCode", namespace=namespace)
+            NvmeAgentCode(chart, "AgentCode", namespace=namespace, name_prefix=self._agent_code_prefix)
             self.delivery.deliver(scope, name, chart, depends_on=depends_on)
         return name
 
@@ -326,7 +335,8 @@ class HyperPodInference(Construct):
             self.capture = DataCaptureStorage(
                 self, "DataCapture", bucket_name=cap.bucket_name, bucket_account=cap.bucket_account,
                 bucket_default_kms=cap.bucket_encryption == "SSE-KMS", prefix=cap.prefix,
-                retention_days=cap.retention_days, kms=cap.kms, alb_logs=tier2, bucket=bucket, key=key)
+                retention_days=cap.retention_days, kms=cap.kms, alb_logs=tier2, bucket=bucket, key=key,
+                physical_name_prefix=naming.capture_name_base(self.name_scope, self.account, self.region))
             self.capture.grant_capture_write(self.execution_role)
             if self.s3_csi_role is not None:
                 self.capture.grant_capture_write(self.s3_csi_role, multipart=True)

@@ -27,6 +27,7 @@ from .constructs.operator import (
     TlsBucket,
 )
 from .delivery import ManifestDelivery
+from .facts import naming
 from .facts.operator import ALB_CONTROLLER_CHART, KEDA_CHART, OPERATOR_NAMESPACE
 
 
@@ -44,6 +45,9 @@ def needs_custom_service_accounts(endpoints: Sequence[Endpoint]) -> bool:
 class OperatorInstall:
     """Execution role, TLS bucket, dependency roles and add-ons, and the operator itself, in ``scope``.
 
+    ``name_scope`` is what the names the library chooses carry (the stack's name, and the construct's id unless it is
+    ``Default``).
+
     Attributes: ``execution_role``, ``tls_bucket`` (TlsBucket), ``dependency_roles`` (None with ``install:
     existing``), ``s3_csi_role``, ``dependencies`` (what custom resources must wait for and outlive) and
     ``chart_unit`` (``install: chart`` only).
@@ -51,11 +55,14 @@ class OperatorInstall:
 
     def __init__(self, scope: Construct, *, config: HyperPodConfig, oidc_provider_arn: str,
                  delivery: ManifestDelivery, cluster: eks.ICluster | None, endpoints: Sequence[Endpoint],
-                 tls_bucket: s3.IBucket | None = None, execution_role: iam.IRole | None = None) -> None:
+                 name_scope: str, tls_bucket: s3.IBucket | None = None,
+                 execution_role: iam.IRole | None = None) -> None:
         op = config.operator
         self.dependencies: list[Construct] = []
         self.chart_unit = None
-        self.tls_bucket = TlsBucket(scope, "TlsBucket", bucket_name=op.tls_bucket_name, bucket=tls_bucket)
+        stack = cdk.Stack.of(scope)
+        self.tls_bucket = TlsBucket(scope, "TlsBucket", bucket_name=op.tls_bucket_name, bucket=tls_bucket,
+                                    name_scope=name_scope)
         self.dependency_roles: OperatorDependencyRoles | None = None
         if op.install == "existing":
             self.execution_role: iam.IRole = execution_role or iam.Role.from_role_arn(
@@ -67,6 +74,7 @@ class OperatorInstall:
         cluster_name = config.cluster.eks_cluster_name or cluster.cluster_name  # type: ignore[union-attr]
         self.execution_role = OperatorExecutionRole(scope, "ExecutionRole", oidc_provider_arn=oidc_provider_arn,
                                                     install_mode=op.install,
+                                                    role_name=naming.execution_role_name(name_scope, stack.region),
                                                     sagemaker_source_account=op.sagemaker_source_account)
         roles = OperatorDependencyRoles(
             scope, "DependencyRoles", oidc_provider_arn=oidc_provider_arn,

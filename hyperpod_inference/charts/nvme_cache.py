@@ -1,15 +1,23 @@
 """Node-local NVMe weight cache (``weightCache.mode: daemonset``): the agent ConfigMap, the warm-cache DaemonSet,
 and the pieces of the custom resource (hostPath volumes and the cold-cache fallback init container).
 
-The agent (``hyperpod_inference/nvme_agent``) reaches the pods as a ConfigMap built from the package at synth time
-and runs as ``python3 -m nvme_agent`` in the endpoint's runtime image (already on the node) unless
-``weightCache.agentImage`` names another one.
+The agent (``hyperpod_inference/nvme_agent``) reaches the pods as an immutable ConfigMap named by its content hash,
+built from the package at synth time: the package's files without docstrings or comments, as one zlib-compressed
+JSON object. It runs in the endpoint's runtime image (already on the node) unless ``weightCache.agentImage`` names
+another one, through a short inline ``python3 -c`` bootstrap in the pod spec that hashes the mounted bundle, runs the
+agent only when the hash is the one the pod spec names, and imports the agent from the bytes it hashed.
 """
 
 from __future__ import annotations
 
+import ast
+import base64
+import functools
 import hashlib
+import io
 import json
+import tokenize
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +26,12 @@ import cdk8s_plus_28 as kplus
 from constructs import Construct
 
 from ..config.models import Endpoint
-from ..nvme_agent import PROCESS_ENV, agent_source_files, model_relative_dir
+from ..nvme_agent import agent_source_files, model_relative_dir
 from .endpoint import MANAGED_BY, SecretRef
 from .runtimes import PRESETS
 
-AGENT_MOUNT = "/opt/nvme-agent"  # PYTHONPATH; the ConfigMap is mounted at <AGENT_MOUNT>/nvme_agent
+AGENT_MOUNT = "/opt/nvme-agent"  # the code ConfigMap's mount: <AGENT_MOUNT>/<AGENT_BUNDLE>
+AGENT_BUNDLE = "agent.z"
 CACHE_MOUNT = "/cache"  # the cache root inside agent containers
 MODELS_FILE = "models.json"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -31,7 +40,8 @@ CACHE_ROOT_VOLUME = "nvme-cache-root"
 AGENT_CODE_VOLUME = "nvme-agent-code"
 AGENT_TMP_VOLUME = "nvme-agent-tmp"
 FSX_SOURCE_VOLUME = "nvme-fsx-source"
-AGENT_CODE_CONFIGMAP = "nvme-agent-code"  # one per namespace, shared by every endpoint's agents there
+AGENT_CODE_CONFIGMAP = "nvme-agent-code"  # default name prefix; one per namespace and code hash
+EXIT_CODE_MISMATCH = 6
 TOKEN_VOLUME = "nvme-hf-token"
 TOKEN_MOUNT = "/var/run/secrets/hf-token"
 
@@ -45,6 +55,7 @@ _AGENT_SECURITY_CONTEXT = {
     "capabilities": {"drop": ["ALL"]},
     "seccompProfile": {"type": "RuntimeDefault"},
 }
+LEASE_HOLDER = "@hostname"  # the agent takes the host name: a pod's name
 _AGENT_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
 
 
@@ -57,7 +68,10 @@ def model_spec(endpoint: Endpoint, region: str) -> dict[str, Any]:
     if src.s3 is not None:
         return {"source": "s3", "bucket": src.s3.bucket, "prefix": src.s3.prefix, "region": src.s3.region or region}
     if src.fsx is not None and src.fsx.node_path:
-        return {"source": "local", "path": _fsx_node_model_path(endpoint)}
+        # links are followed only to targets on the node-mounted file system
+        spec = {"source": "local", "path": _fsx_node_model_path(endpoint)}
+        mount = src.fsx.node_path.rstrip("/")
+        return {**spec, "mount": mount} if mount else spec
     raise ValueError(f"endpoint {endpoint.namespace}/{endpoint.name}: the NVMe agent caches S3, Hugging Face and "
                      "node-mounted FSx sources")
 
@@ -110,10 +124,8 @@ def _names(endpoint: Endpoint) -> dict[str, str]:
 
 def _agent_env(token: SecretRef | None) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
-        {"name": "PYTHONPATH", "value": AGENT_MOUNT},
         {"name": "HF_HOME", "value": "/tmp/hf"},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
-        *({"name": name, "value": value} for name, value in PROCESS_ENV.items()),
     ]
     if token is not None:
         # The token is a file (huggingface_hub reads HF_TOKEN_PATH), never an environment variable.
@@ -134,12 +146,22 @@ def _token_mount(token: SecretRef | None) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class NvmeCachePlan:
-    """Everything the custom resource and the chart need for one endpoint's daemonset cache."""
+    """Everything the custom resource and the chart need for one endpoint's daemonset cache.
+
+    ``code_configmap_prefix`` names the agent code ConfigMap (``<prefix>-<code hash>``; give it the stack's name so
+    two stacks never share one); ``share_across_namespaces`` puts every namespace's models in one cache root
+    (``weightCache.hostPath``) instead of ``<hostPath>/<namespace>``. The init container leases the model under the
+    pod's name; ``lease_sidecar`` adds a native sidecar (``restartPolicy: Always``, Kubernetes 1.29+) that keeps the
+    lease fresh for the pod's life (off by default: where the field does not reach the pod, the sidecar would be a
+    plain init container that never ends)."""
 
     endpoint: Endpoint
     region: str
     token: SecretRef | None
     service_account_name: str | None
+    code_configmap_prefix: str = AGENT_CODE_CONFIGMAP
+    share_across_namespaces: bool = False
+    lease_sidecar: bool = False
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -147,7 +169,10 @@ class NvmeCachePlan:
 
     @property
     def host_root(self) -> str:
-        return self.endpoint.weight_cache.host_path.rstrip("/") or "/"
+        base = self.endpoint.weight_cache.host_path.rstrip("/")
+        if self.share_across_namespaces:
+            return base or "/"
+        return f"{base}/{self.endpoint.namespace}"
 
     @property
     def model_host_path(self) -> str:
@@ -156,6 +181,10 @@ class NvmeCachePlan:
     @property
     def configmap_name(self) -> str:
         return _names(self.endpoint)["configmap"]
+
+    @property
+    def code_configmap_name(self) -> str:
+        return agent_code_configmap_name(self.code_configmap_prefix)
 
     def min_free_args(self) -> list[str]:
         return ["--min-free-percent", str(self.endpoint.weight_cache.min_free_percent)]
@@ -166,34 +195,48 @@ class NvmeCachePlan:
             {"name": self.endpoint.weight_cache.volume_name,
              "hostPath": {"path": self.model_host_path, "type": "DirectoryOrCreate"}},
             {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": self.host_root, "type": "DirectoryOrCreate"}},
-            {"name": AGENT_CODE_VOLUME, "configMap": {"name": AGENT_CODE_CONFIGMAP, "items": _code_items()}},
+            _code_volume(self.code_configmap_name),
             {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
             *_source_mounts(self.endpoint)[0],
             *_token_volume(self.token),
         )
 
     def init_containers(self) -> tuple[dict[str, Any], ...]:
-        """Cold-cache fallback: cache hit -> exits at once; miss -> downloads into the node cache, then exits."""
-        return ({
+        """Cold-cache fallback: cache hit -> exits at once; miss -> downloads into the node cache, then exits; either
+        way it leases the model under the pod's name (and, with ``lease_sidecar``, a sidecar keeps the lease)."""
+        model = json.dumps(self.spec, sort_keys=True)
+        mounts = [
+            {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
+            {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
+            {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
+        ]
+        fill = {
             "name": "nvme-cache-fill",
             "image": agent_image(self.endpoint, self.region),
-            "command": ["python3", "-m", "nvme_agent", "ensure", "--cache-root", CACHE_MOUNT,
-                        "--model", json.dumps(self.spec, sort_keys=True), *self.min_free_args()],
+            "command": agent_command("ensure", "--cache-root", CACHE_MOUNT, "--model", model,
+                                     "--lease-holder", LEASE_HOLDER, *self.min_free_args()),
             "env": _agent_env(self.token),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
-            "volumeMounts": [
-                {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
-                {"name": AGENT_CODE_VOLUME, "mountPath": f"{AGENT_MOUNT}/nvme_agent", "readOnly": True},
-                {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
-                *_source_mounts(self.endpoint)[1],
-                *_token_mount(self.token),
-            ],
-        },)
-
+            "volumeMounts": [*mounts, *_source_mounts(self.endpoint)[1], *_token_mount(self.token)],
+        }
+        if not self.lease_sidecar:
+            return (fill,)
+        lease = {
+            "name": "nvme-cache-lease",
+            "image": fill["image"],
+            "restartPolicy": "Always",
+            "command": agent_command("lease", "--cache-root", CACHE_MOUNT, "--model", model,
+                                     "--holder", LEASE_HOLDER, "--interval", "60"),
+            "env": [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}],
+            "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}},
+            "securityContext": _AGENT_SECURITY_CONTEXT,
+            "volumeMounts": mounts,
+        }
+        return (fill, lease)
 
     def config_hash(self) -> str:
-        digest = hashlib.sha256(json.dumps({"spec": self.spec, "code": agent_source_files(),
+        digest = hashlib.sha256(json.dumps({"spec": self.spec, "code": agent_code_hash(), "root": self.host_root,
                                             "args": self.min_free_args()}, sort_keys=True).encode())
         return digest.hexdigest()[:16]
 
@@ -212,20 +255,19 @@ class NvmeCache(Construct):
             data={MODELS_FILE: json.dumps([plan.spec], indent=1, sort_keys=True)})
 
         models_path = f"/etc/nvme-agent/{MODELS_FILE}"
-        command = ["python3", "-m", "nvme_agent"]
         common = ["--cache-root", CACHE_MOUNT, "--models-file", models_path]
         container = {
             "name": "warm",
             "image": agent_image(ep, plan.region),
-            "command": [*command, "warm", *common, "--interval", "300", *plan.min_free_args()],
+            "command": agent_command("warm", *common, "--interval", "300", *plan.min_free_args()),
             "env": _agent_env(plan.token),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
-            "readinessProbe": {"exec": {"command": [*command, "check", *common]},
+            "readinessProbe": {"exec": {"command": agent_command("check", *common)},
                                "periodSeconds": 30, "timeoutSeconds": 10, "failureThreshold": 1},
             "volumeMounts": [
                 {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
-                {"name": AGENT_CODE_VOLUME, "mountPath": f"{AGENT_MOUNT}/nvme_agent", "readOnly": True},
+                {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
                 {"name": "models", "mountPath": "/etc/nvme-agent", "readOnly": True},
                 {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
                 *_source_mounts(ep)[1],
@@ -236,7 +278,7 @@ class NvmeCache(Construct):
             "containers": [container],
             "volumes": [
                 {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": plan.host_root, "type": "DirectoryOrCreate"}},
-                {"name": AGENT_CODE_VOLUME, "configMap": {"name": AGENT_CODE_CONFIGMAP, "items": _code_items()}},
+                _code_volume(plan.code_configmap_name),
                 {"name": "models", "configMap": {"name": plan.configmap_name,
                                                  "items": [{"key": MODELS_FILE, "path": MODELS_FILE}]}},
                 {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
@@ -275,19 +317,106 @@ class NvmeCache(Construct):
             ingress=kplus.NetworkPolicyTraffic(default=kplus.NetworkPolicyTrafficDefault.DENY))
 
 
-def _code_items() -> list[dict[str, str]]:
-    return [{"key": k, "path": k} for k in sorted(agent_source_files())]
+def strip_source(text: str) -> str:
+    """``text`` without docstrings, comments and blank lines (outside strings); every other line is unchanged, so
+    the code runs on any Python that runs the original."""
+    replace: dict[int, str | None] = {}
+    for node in ast.walk(ast.parse(text)):
+        body = getattr(node, "body", None)
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) or not body:
+            continue
+        first = body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            for line in range(first.lineno, (first.end_lineno or first.lineno) + 1):
+                replace[line] = None
+            if len(body) == 1:  # a body of only a docstring still needs a statement
+                replace[first.lineno] = " " * first.col_offset + "pass\n"
+    comments: dict[int, int] = {}
+    in_string: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.start[1]
+        elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+            in_string.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    out = []
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        if number in replace:
+            if replace[number] is not None:
+                out.append(replace[number])
+            continue
+        if number in comments:
+            line = line[:comments[number]].rstrip() + "\n"
+        if line.strip() or number in in_string:
+            out.append(line)
+    return "".join(out)
+
+
+def shipped_source_files() -> dict[str, str]:
+    """The agent's files as they ship: without docstrings or comments."""
+    return {name: strip_source(text) for name, text in agent_source_files().items()}
+
+
+@functools.cache
+def agent_bundle() -> bytes:
+    """The shipped files as one zlib-compressed JSON object (deterministic: the same code gives the same bytes)."""
+    return zlib.compress(json.dumps(shipped_source_files(), sort_keys=True).encode(), 9)
+
+
+def agent_code_hash() -> str:
+    return hashlib.sha256(agent_bundle()).hexdigest()
+
+
+def agent_code_configmap_name(prefix: str = AGENT_CODE_CONFIGMAP) -> str:
+    return f"{prefix}-{agent_code_hash()[:10]}"
+
+
+# Hashes the mounted bundle; on a match imports the agent from the very bytes it hashed (nothing is read again) and
+# runs it as `python -m nvme_agent <args>`; else exits 6 naming the mismatch. argv: <sha256> <bundle> <agent args...>
+BOOTSTRAP = "\n".join([
+    "import hashlib,json,runpy,sys,zlib,importlib.util as u",
+    "d=open(sys.argv[2],'rb').read()",
+    "if hashlib.sha256(d).hexdigest()!=sys.argv[1]:print('nvme-agent: the mounted agent code does not have the hash "
+    f"this pod spec names; refusing to run',file=sys.stderr);sys.exit({EXIT_CODE_MISMATCH})",
+    "F=json.loads(zlib.decompress(d))",
+    "class L:",
+    " def __init__(s,k):s.k=k",
+    " def create_module(s,p):return None",
+    " def get_code(s,n):return compile(F[s.k],'nvme_agent/'+s.k,'exec')",
+    " def exec_module(s,m):exec(s.get_code(m.__name__),m.__dict__)",
+    " def is_package(s,n):return s.k=='__init__.py'",
+    "class M:",
+    " def find_spec(s,n,p=None,t=None):",
+    "  k='__init__.py' if n=='nvme_agent' else n[11:]+'.py' if n.startswith('nvme_agent.') else ''",
+    "  return u.spec_from_loader(n,L(k),origin='nvme_agent/'+k,is_package=k=='__init__.py') if k in F else None",
+    "sys.meta_path.insert(0,M())",
+    "sys.argv=['nvme_agent']+sys.argv[3:]",
+    "runpy.run_module('nvme_agent',run_name='__main__',alter_sys=True)",
+])
+
+
+def agent_command(*args: str) -> list[str]:
+    """The container command running the agent with ``args`` through the bootstrap, pinned to the code's hash."""
+    return ["python3", "-c", BOOTSTRAP, agent_code_hash(), f"{AGENT_MOUNT}/{AGENT_BUNDLE}", *args]
+
+
+def _code_volume(configmap_name: str) -> dict[str, Any]:
+    return {"name": AGENT_CODE_VOLUME,
+            "configMap": {"name": configmap_name, "items": [{"key": AGENT_BUNDLE, "path": AGENT_BUNDLE}]}}
 
 
 class NvmeAgentCode(Construct):
-    """The agent's code as one ConfigMap per namespace (``nvme-agent-code``), shared by the DaemonSets and init
-    containers of every daemonset-cached endpoint there, so a template carries the code once per namespace."""
+    """The agent's code as one immutable ConfigMap per namespace, ``<name_prefix>-<code hash>``, shared by the
+    DaemonSets and init containers of every daemonset-cached endpoint there (a template carries the code once per
+    namespace). An agent change is a new ConfigMap name, so it rolls every DaemonSet-cached endpoint."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, namespace: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, namespace: str,
+                 name_prefix: str = AGENT_CODE_CONFIGMAP) -> None:
         super().__init__(scope, construct_id)
         self.config_map = kplus.ConfigMap(self, "Code", metadata=cdk8s.ApiObjectMetadata(
-            name=AGENT_CODE_CONFIGMAP, namespace=namespace,
-            labels={**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent"}), data=agent_source_files())
+            name=agent_code_configmap_name(name_prefix), namespace=namespace,
+            labels={**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent"},
+            annotations={"hyperpod-inference/agent-code-sha256": agent_code_hash()}),
+            binary_data={AGENT_BUNDLE: base64.b64encode(agent_bundle()).decode()}, immutable=True)
 
 
 def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> dict[str, Any]:

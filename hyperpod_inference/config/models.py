@@ -343,6 +343,9 @@ class WeightCache(Strict):
     volume_name: DnsLabel = "nvme-model"
     agent_image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
     min_free_percent: Annotated[int, Field(ge=0, le=90)] = 10
+    share_across_namespaces: bool = Field(
+        default=False, description="daemonset: one cache root for every namespace instead of "
+                                   "<hostPath>/<namespace>/ (warned: the namespaces' pods then mount each other's models)")
 
     _safe_host_path = field_validator("host_path")(_safe_host_path)
 

@@ -76,3 +76,12 @@ def _apex_domain(config: HyperPodConfig) -> Iterator[ConfigWarning]:
                 "apexDomain", f"endpoints[{i}].domainName",
                 f"the zone apex {zone}: the operator may change the apex's A and TXT records, and the apex TXT set is "
                 "shared with SPF and domain verification records; prefer a name below the apex")
+
+
+@endpoint_rule
+def _shared_cache_root(endpoint: Endpoint, config: HyperPodConfig | None) -> Iterator[ConfigWarning]:
+    cache = endpoint.weight_cache
+    if cache.mode == "daemonset" and cache.share_across_namespaces:
+        yield ConfigWarning("shareAcrossNamespaces", "weightCache.shareAcrossNamespaces",
+                            f"every namespace's models share one cache root ({cache.host_path}): this endpoint's pods "
+                            "mount the models of other namespaces, and theirs mount this one's")

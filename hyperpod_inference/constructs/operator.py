@@ -216,7 +216,8 @@ class OperatorExecutionRole(iam.Role):
 class TlsBucket(Construct):
     """The S3 bucket the operator writes TLS certificates to.
 
-    ``bucket_name=None`` creates ``hyperpod-tls-<account>-<region>``: TLS-only, Block Public Access, SSE-S3, versioned,
+    ``bucket_name=None`` creates ``hyperpod-tls-<scope>-<account>-<region>`` (``<scope>``: ``name_scope``, default
+    the stack's name, so two stacks never collide): TLS-only, Block Public Access, SSE-S3, versioned,
     bucket-owner-enforced, retained on stack deletion, with server access logs in a separate retained bucket. Its name
     lies under the managed policy's ``hyperpod-tls*`` statements, so the execution role needs nothing more.
 
@@ -230,7 +231,7 @@ class TlsBucket(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, bucket_name: str | None = None,
-                 bucket: s3.IBucket | None = None) -> None:
+                 bucket: s3.IBucket | None = None, name_scope: str | None = None) -> None:
         super().__init__(scope, construct_id)
         self.access_log_bucket: s3.Bucket | None = None
         if bucket is not None:
@@ -259,7 +260,7 @@ class TlsBucket(Construct):
                                                   noncurrent_version_expiration=Duration.days(365))],
                 removal_policy=RemovalPolicy.RETAIN,
             )
-            physical_name = naming.tls_bucket_name(stack.account, stack.region)
+            physical_name = naming.tls_bucket_name(name_scope or stack.stack_name, stack.account, stack.region)
             self.bucket: s3.IBucket = s3.Bucket(
                 self,
                 "Bucket",

@@ -87,9 +87,17 @@ def dns_safe(text: str, *, default: str) -> str:
 
 # --- the library's names ------------------------------------------------------------------------------------------
 
-def tls_bucket_name(account: str, region: str) -> str:
-    """``hyperpod-tls-<account>-<region>``: under the operator managed policy's ``hyperpod-tls*`` statements."""
-    return physical_name(TLS_BUCKET_PREFIX, account, region, rule=S3_BUCKET)
+def tls_bucket_name(scope_name: str, account: str, region: str) -> str:
+    """``hyperpod-tls-<scope>-<account>-<region>``: under the operator managed policy's ``hyperpod-tls*`` statements,
+    and carrying the stack (``scope_name``: the stack's name, with the construct's id when it is not ``Default``), so
+    two stacks in one account and Region never collide. ``<scope>`` is DNS-safe and shortened with a 6-hex digest so
+    the name fits 63 characters (with room for a deploy-time account and Region)."""
+    account_len = ACCOUNT_LENGTH if is_deploy_time(account) else len(account)
+    region_len = MAX_REGION_LENGTH if is_deploy_time(region) else len(region)
+    room = S3_BUCKET.max_length - len(TLS_BUCKET_PREFIX) - 3 - account_len - region_len
+    base = physical_name(dns_safe(scope_name, default="hyperpod"), rule=S3_BUCKET, max_length=room, hash_length=6,
+                         trim_head=True)
+    return f"{TLS_BUCKET_PREFIX}-{base}-{account}-{region}"
 
 
 def execution_role_name(stack_name: str, region: str) -> str:

@@ -9,7 +9,8 @@ Every pod start on a cold node waits for this process, so it starts and ends as 
   it back on once it has started.
 - Once the command has returned, the process ends without the interpreter's teardown of the ~400 modules botocore
   imports (~0.05 s). All work is done and every file written and closed by then; only stdout and stderr are
-  buffered, and they are flushed first. Exceptions and ``sys.exit`` (usage errors, SIGTERM) end it the normal way.
+  buffered, and they are flushed first. ``SystemExit`` (usage errors, SIGTERM) ends it the same way, with its code:
+  worker threads stuck in a stalled read do not keep it alive.
 """
 
 import gc
@@ -20,7 +21,12 @@ gc.disable()
 
 from .cli import main  # noqa: E402 - after gc.disable(): the imports are part of the start-up
 
-code = main()
+try:
+    code = main()
+except SystemExit as exc:  # usage errors, SIGTERM: a worker stuck in a stalled read must not keep the process alive
+    code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    if not isinstance(exc.code, (int, type(None))):
+        print(exc.code, file=sys.stderr)
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(code)

@@ -21,15 +21,18 @@ import errno
 import fcntl
 import json
 import logging
-import math
 import os
+import posixpath
 import shutil
+import stat
 import threading
 import time
 import uuid
 
 from . import checksums
-from .spec import HUGGINGFACE, LOCAL, S3, model_relative_dir, normalize_spec
+from .config import AgentConfig
+from .source import open_source
+from .spec import model_relative_dir, normalize_spec
 
 log = logging.getLogger("nvme_agent")
 
@@ -40,7 +43,6 @@ LEASES = ".leases"
 PARTIAL_SUFFIX = ".partial"
 RESERVED = {COMPLETE, MANIFEST, LAST_USED, LEASES}
 MANIFEST_VERSION = 1
-DEFAULT_LEASE_TTL = 600.0
 
 
 class AgentError(Exception):
@@ -87,30 +89,6 @@ def disk_usage(root: str) -> tuple[int, int]:
     return usage.free, usage.total
 
 
-class Options:
-    def __init__(self, min_free_bytes: int = 0, min_free_percent: float = 0.0, lease_ttl: float = DEFAULT_LEASE_TTL,
-                 concurrency: int | None = None, chunk_size: int | None = None, max_io_queue: int | None = None,
-                 verify_retries: int = 2):
-        self.min_free_bytes = int(min_free_bytes or 0)
-        self.min_free_percent = float(min_free_percent or 0.0)
-        self.lease_ttl = float(lease_ttl)
-        self.concurrency = concurrency
-        self.chunk_size = chunk_size
-        self.max_io_queue = max_io_queue
-        self.verify_retries = verify_retries
-        self._s3_settings = None
-
-    def s3_settings(self):
-        """The S3 transfer settings of this run (one object, so listing and downloading share one client)."""
-        if self._s3_settings is None:
-            from . import s3_source
-            self._s3_settings = s3_source.TransferSettings(self.concurrency, self.chunk_size, self.max_io_queue)
-        return self._s3_settings
-
-    def floor(self, total: int) -> int:
-        return max(self.min_free_bytes, math.ceil(total * self.min_free_percent / 100.0))
-
-
 # --- layout and small file helpers -------------------------------------------------------------------------------
 
 def model_dir(root: str, spec: dict) -> str:
@@ -125,8 +103,8 @@ def _lock_path(root: str, rel: str) -> str:
 def model_lock(root: str, rel: str, exclusive: bool, blocking: bool = True):
     """flock on the model's lock file; yields False when ``blocking=False`` and the lock is taken."""
     path = _lock_path(root, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    _real_dir(os.path.dirname(path))
+    fd = _open_nofollow(path, os.O_RDWR | os.O_CREAT)
     try:
         flags = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
         if not blocking:
@@ -141,9 +119,55 @@ def model_lock(root: str, rel: str, exclusive: bool, blocking: bool = True):
         os.close(fd)  # closing releases the lock
 
 
+def _lstat(path: str):
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _real_dir(path: str, create: bool = True) -> None:
+    """Make sure ``path`` is a directory and not a link to one (creating it when missing)."""
+    st = _lstat(path)
+    if st is None and create:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o755)
+        st = _lstat(path)
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        kind = "missing" if st is None else "a symlink" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise AgentError(f"{path} must be a real directory ({kind}): refusing to run; remove it")
+
+
+def prepare_root(root: str) -> None:
+    """The cache root's own directories (``.trash``, ``.locks``) exist and are real directories, else refuse to run:
+    the agent never follows a link it did not make."""
+    os.makedirs(root, exist_ok=True)
+    for name in (".trash", ".locks"):
+        _real_dir(os.path.join(root, name))
+
+
+#: a file kubelet bind-mounts into every container from its own directory on the node (usually the root disk)
+KUBELET_FILE = "/etc/hostname"
+
+
+def on_kubelet_disk(root: str, reference: str | None = None) -> bool:
+    """True when the cache root is on the same device as ``reference`` (in a pod: kubelet's pod directory, usually
+    the node's root disk), i.e. no instance-store NVMe is mounted at the cache's hostPath."""
+    try:
+        return os.stat(root).st_dev == os.stat(reference or KUBELET_FILE).st_dev
+    except OSError:
+        return False
+
+
+def _open_nofollow(path: str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
+
+
 def _write_atomic(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
-    with open(tmp, "wb") as fh:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    with os.fdopen(_open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
@@ -152,35 +176,87 @@ def _write_atomic(path: str, data: bytes) -> None:
 
 def _fsync_dir(path: str) -> None:
     with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open_nofollow(path, os.O_RDONLY | os.O_DIRECTORY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
 
 
-def read_manifest(final: str) -> dict | None:
+def _read_regular(path: str) -> bytes | None:
+    """The content of a regular file that is not a link, else None."""
     try:
-        with open(os.path.join(final, MANIFEST), "rb") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
+        fd = _open_nofollow(path)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return fh.read()
+
+
+def read_manifest(final: str) -> dict | None:
+    raw = _read_regular(os.path.join(final, MANIFEST))
+    try:
+        return json.loads(raw) if raw is not None else None
+    except ValueError:
         return None
 
 
+_BOOKKEEPING = (COMPLETE, MANIFEST, LAST_USED)
+
+
+def _structure_ok(final: str, manifest: dict) -> bool:
+    """lstat every entry of a published model: regular files and real directories only, each file listed in the
+    manifest with its size, no extra entries (besides the cache's own bookkeeping)."""
+    try:
+        files = {e["path"]: e["size"] for e in manifest["files"]}
+    except (KeyError, TypeError):
+        return False
+    dirs = {p.rsplit("/", i)[0] for p in files for i in range(1, p.count("/") + 1)}
+    seen = 0
+    stack = [("", final)]
+    while stack:
+        rel, path = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                items = list(it)
+        except OSError:
+            return False
+        for entry in items:
+            name = rel + entry.name
+            if not rel and (entry.name in _BOOKKEEPING or entry.name.startswith(LAST_USED + ".tmp-")):
+                if not entry.is_file(follow_symlinks=False):
+                    return False
+                continue
+            if not rel and entry.name == LEASES:
+                if not entry.is_dir(follow_symlinks=False):
+                    return False
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if name not in dirs:
+                    return False
+                stack.append((name + "/", entry.path))
+                continue
+            if not entry.is_file(follow_symlinks=False) or files.get(name) != entry.stat(follow_symlinks=False).st_size:
+                return False
+            seen += 1
+    return seen == len(files)
+
+
 def is_complete(final: str) -> bool:
-    """Fast check (no hashing): marker present, manifest readable, every listed file present with its size."""
-    if not os.path.isfile(os.path.join(final, COMPLETE)):
+    """Fast check (no hashing): a real directory with the marker and a readable manifest, and a structure that
+    matches the manifest exactly (see :func:`_structure_ok`)."""
+    st = _lstat(final)
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        return False
+    marker = _lstat(os.path.join(final, COMPLETE))
+    if marker is None or not stat.S_ISREG(marker.st_mode):
         return False
     manifest = read_manifest(final)
     if not manifest or manifest.get("version") != MANIFEST_VERSION:
         return False
-    for entry in manifest.get("files", []):
-        try:
-            if os.stat(os.path.join(final, entry["path"])).st_size != entry["size"]:
-                return False
-        except OSError:
-            return False
-    return True
+    return _structure_ok(final, manifest)
 
 
 def touch_last_used(final: str) -> None:
@@ -190,13 +266,10 @@ def touch_last_used(final: str) -> None:
 
 def last_used(final: str) -> float:
     try:
-        with open(os.path.join(final, LAST_USED)) as fh:
-            return float(fh.read().strip())
-    except (OSError, ValueError):
-        try:
-            return os.stat(os.path.join(final, COMPLETE)).st_mtime
-        except OSError:
-            return 0.0
+        return float((_read_regular(os.path.join(final, LAST_USED)) or b"").strip())
+    except ValueError:
+        st = _lstat(os.path.join(final, COMPLETE))
+        return st.st_mtime if st is not None else 0.0
 
 
 def _check_holder(holder: str) -> str:
@@ -207,11 +280,13 @@ def _check_holder(holder: str) -> str:
 
 def touch_lease(final: str, holder: str) -> str:
     leases = os.path.join(final, LEASES)
-    os.makedirs(leases, exist_ok=True)
+    _real_dir(leases)
     path = os.path.join(leases, _check_holder(holder))
-    with open(path, "a"):
-        pass
-    os.utime(path)
+    fd = _open_nofollow(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        os.utime(fd)
+    finally:
+        os.close(fd)
     return path
 
 
@@ -228,29 +303,49 @@ def active_leases(final: str, ttl: float) -> list[str]:
         return []
     active = []
     for name in names:
-        with contextlib.suppress(OSError):
-            if now - os.stat(os.path.join(final, LEASES, name)).st_mtime <= ttl:
-                active.append(name)
+        st = _lstat(os.path.join(final, LEASES, name))
+        if st is not None and stat.S_ISREG(st.st_mode) and now - st.st_mtime <= ttl:
+            active.append(name)
     return active
 
 
+def _delete(path: str) -> None:
+    """Delete ``path`` without following links: a link or a file is unlinked, a directory removed with its tree
+    (shutil.rmtree never follows links inside it)."""
+    st = _lstat(path)
+    if st is None:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
 def _trash(root: str, path: str) -> None:
-    """Atomically take ``path`` out of the cache, then delete it."""
+    """Atomically take ``path`` out of the cache, then delete it (a link is only unlinked)."""
     trash = os.path.join(root, ".trash")
-    os.makedirs(trash, exist_ok=True)
+    _real_dir(trash)
+    st = _lstat(path)
+    if st is None:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        _delete(path)
+        return
     target = os.path.join(trash, uuid.uuid4().hex)
     try:
         os.rename(path, target)
     except FileNotFoundError:
         return
-    shutil.rmtree(target, ignore_errors=True)
+    _delete(target)
 
 
 def _empty_trash(root: str) -> None:
     trash = os.path.join(root, ".trash")
+    _real_dir(trash)
     with contextlib.suppress(OSError):
         for name in os.listdir(trash):
-            shutil.rmtree(os.path.join(trash, name), ignore_errors=True)
+            _delete(os.path.join(trash, name))
 
 
 # --- eviction ----------------------------------------------------------------------------------------------------
@@ -261,17 +356,20 @@ def complete_models(root: str) -> list[str]:
     with contextlib.suppress(OSError):
         for key in sorted(os.listdir(root)):
             kdir = os.path.join(root, key)
-            if key.startswith(".") or not os.path.isdir(kdir):
+            st = _lstat(kdir)
+            if key.startswith(".") or st is None or not stat.S_ISDIR(st.st_mode):
                 continue
             for rev in sorted(os.listdir(kdir)):
                 if rev.startswith(".") or rev.endswith(PARTIAL_SUFFIX):
                     continue
-                if os.path.isfile(os.path.join(kdir, rev, COMPLETE)):
+                rst = _lstat(os.path.join(kdir, rev))
+                marker = _lstat(os.path.join(kdir, rev, COMPLETE)) if rst and stat.S_ISDIR(rst.st_mode) else None
+                if marker is not None and stat.S_ISREG(marker.st_mode):
                     out.append(f"{key}/{rev}")
     return out
 
 
-def ensure_space(root: str, needed: int, keep_rel: str, opts: Options) -> None:
+def ensure_space(root: str, needed: int, keep_rel: str, opts: AgentConfig) -> None:
     """Evict least-recently-used, unleased, unlocked complete models until ``needed`` bytes fit above the watermark."""
     free, total = disk_usage(root)
     floor = opts.floor(total)
@@ -299,77 +397,84 @@ def ensure_space(root: str, needed: int, keep_rel: str, opts: Options) -> None:
         free, total = disk_usage(root)
         if free - needed >= floor:
             return
+    ours = _tree_bytes(root)
     raise InsufficientSpace(
         f"not enough space in {root}: need {needed} bytes plus a free-space watermark of {floor} bytes, "
         f"available {free} bytes (of {total}) after evicting {len(evicted)} model(s); leased or in-use models are "
-        f"never evicted")
+        f"never evicted. Usage: this cache root {ours} bytes, the rest of the disk (other namespaces' cache roots, "
+        f"other files) {max(total - free - ours, 0)} bytes")
 
 
 # --- materialization ---------------------------------------------------------------------------------------------
 
-def _plan(spec: dict, opts: Options) -> tuple[str, list[dict]]:
-    if spec["source"] == S3:
-        from . import s3_source
-        return s3_source.plan(spec, opts.s3_settings())
-    if spec["source"] == LOCAL:
-        from . import local_source
-        return local_source.plan(spec)
-    from . import hf_source
-    return hf_source.plan(spec, opts.concurrency or 8)
-
-
-def _download(spec: dict, revision: str, entries: list[dict], dest: str, opts: Options, on_done) -> None:
-    if spec["source"] == S3:
-        from . import s3_source
-        s3_source.download(spec, entries, dest, opts.s3_settings(), on_done)
-    elif spec["source"] == LOCAL:
-        from . import local_source
-        local_source.download(spec, entries, dest, opts.concurrency or 8, on_done)
-    else:
-        from . import hf_source
-        hf_source.download(spec, revision, entries, dest, opts.concurrency or 8, on_done)
-
-
 def _prepare_partial(root: str, final: str, partial: str) -> None:
-    """Pick the directory to download into: a leftover .partial, else an unmarked final dir's content, else new."""
-    final_exists = os.path.isdir(final)
-    if os.path.isdir(partial):
-        if final_exists and os.listdir(final):
-            _trash(root, final)
-        return
-    if final_exists and os.listdir(final):
-        log.info("reusing the content of unmarked %s", final)
-        os.rename(final, partial)
-        return
-    os.makedirs(partial, exist_ok=True)
+    """Pick the directory to download into: a leftover .partial (made by the agent, never mounted by a pod), else a
+    new one. A published directory without a valid completion record (the model server mounts it read-write) is
+    never resumed: it goes to ``.trash``, unless it is empty (kubelet's DirectoryOrCreate; publication replaces it)."""
+    _real_dir(os.path.dirname(final))
+    st = _lstat(partial)
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        _delete(partial)
+    fst = _lstat(final)
+    if fst is not None and not (stat.S_ISDIR(fst.st_mode) and not os.listdir(final)):
+        log.info("moving %s to the trash: a published directory without a valid completion record is never reused",
+                 final)
+        _trash(root, final)
+    _real_dir(partial)
 
 
-def _describe(spec: dict, entries: list[dict], opts: Options) -> None:
-    """Give checksums to entries the source planned without one (S3: a HEAD per object)."""
-    if spec["source"] == S3:
-        from . import s3_source
-        s3_source.describe(spec, entries, opts.s3_settings())
+def check_entries(entries: list[dict], reserved=()) -> None:
+    """Normalize the entries' paths in place; fail (naming the keys, before anything is written) when a path
+    escapes the model directory, names a file the cache reserves, or collides with another entry's path."""
+    reserved = RESERVED | set(reserved)
+    problems = []
+    by_path: dict[str, list[str]] = {}
+    for entry in entries:
+        raw = entry["path"]
+        key = entry.get("key") or entry.get("src") or raw
+        norm = posixpath.normpath(raw) if raw else ""
+        if not raw or "\0" in raw or norm.startswith("/") or norm in (".", "..") or norm.startswith("../"):
+            problems.append(f"{key!r} escapes the model directory")
+        elif norm.split("/")[0] in reserved:
+            problems.append(f"{key!r} names {norm.split('/')[0]!r}, which the cache reserves")
+        else:
+            entry["path"] = norm
+            by_path.setdefault(norm, []).append(key)
+    dirs = {p.rsplit("/", i)[0] for p in by_path for i in range(1, p.count("/") + 1)}
+    for norm, keys in by_path.items():
+        if len(keys) > 1:
+            problems.append(f"{', '.join(map(repr, keys))} are all the file {norm!r}")
+        if norm in dirs:
+            inside = [k for p, ks in by_path.items() if p.startswith(norm + "/") for k in ks]
+            problems.append(f"{keys[0]!r} is the file {norm!r}, which {', '.join(map(repr, inside[:3]))} need as a "
+                            f"directory")
+    if problems:
+        shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
+        raise AgentError(f"the model's files cannot be cached: {shown}")
 
 
-def _scan_partial(partial: str, entries: list[dict], spec: dict, opts: Options) -> tuple[set[str], int]:
-    """Keep verified files, delete everything else; return (verified paths, verified bytes)."""
+def _scan_partial(partial: str, entries: list[dict], source) -> tuple[set[str], int]:
+    """Keep verified files, delete everything else (links and other non-regular entries included, never followed);
+    return (verified paths, verified bytes)."""
     wanted = {e["path"]: e for e in entries}
-    keep_dirs = {LEASES}
-    if spec["source"] == HUGGINGFACE:
-        from .hf_source import HF_METADATA_DIR
-        keep_dirs.add(HF_METADATA_DIR)
     present = []
-    for dirpath, dirs, files in os.walk(partial):
-        if dirpath == partial:
-            dirs[:] = [d for d in dirs if d not in keep_dirs]
-        for name in files:
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, partial).replace(os.sep, "/")
-            if rel in wanted:
-                present.append((path, rel))
+    stack = [("", partial)]
+    while stack:
+        rel, path = stack.pop()
+        with os.scandir(path) as it:
+            items = list(it)
+        for entry in items:
+            name = rel + entry.name
+            if entry.is_dir(follow_symlinks=False) and name not in wanted:
+                stack.append((name + "/", entry.path))
+            elif entry.is_file(follow_symlinks=False) and name in wanted:
+                present.append((entry.path, name))
             else:
-                os.unlink(path)
-    _describe(spec, [wanted[rel] for _, rel in present], opts)
+                if entry.is_symlink() or not (entry.is_file(follow_symlinks=False) or entry.is_dir(
+                        follow_symlinks=False)):
+                    log.warning("removing %s from the partial download: not a regular file or directory", name)
+                _delete(entry.path)
+    source.describe([wanted[rel] for _, rel in present])
     verified = set()
     for path, rel in present:
         if checksums.matches(path, wanted[rel]):
@@ -398,18 +503,17 @@ def _publish(root: str, partial: str, final: str) -> None:
     _fsync_dir(final)
 
 
-def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
+def _materialize(root: str, spec: dict, rel: str, opts: AgentConfig) -> None:
     final = os.path.join(root, rel)
     partial = final + PARTIAL_SUFFIX
-    revision, entries = _plan(spec, opts)
-    clash = {e["path"].split("/")[0] for e in entries} & RESERVED
-    if clash:
-        raise AgentError(f"the model contains file names the cache reserves: {sorted(clash)}")
+    source = open_source(spec, opts)
+    revision, entries = source.plan()
+    check_entries(entries, source.reserved)
     _prepare_partial(root, final, partial)
     for name in (COMPLETE, MANIFEST):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(partial, name))
-    verified, have = _scan_partial(partial, entries, spec, opts)
+    verified, have = _scan_partial(partial, entries, source)
     todo = [e for e in entries if e["path"] not in verified]
     needed = sum(e["size"] for e in todo)
     log.info("%s: %d file(s) to fetch (%d bytes), %d already verified", rel, len(todo), needed, len(verified))
@@ -429,7 +533,11 @@ def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
                 with lock:
                     bad.append(entry)
 
-        _download(spec, revision, todo, partial, opts, on_done)
+        try:
+            source.download(revision, todo, partial, on_done)
+        except BaseException:
+            source.clean(partial)  # interrupted or failed: only whole files (and no temporaries) stay
+            raise
         if bad:
             attempt += 1
             names = ", ".join(e["path"] for e in bad[:5])
@@ -437,9 +545,7 @@ def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
                 raise VerificationFailed(f"checksum mismatch after {attempt} attempt(s): {names}")
             log.warning("checksum mismatch, fetching again: %s", names)
         todo = bad
-    if spec["source"] == HUGGINGFACE:
-        from .hf_source import clean_bookkeeping
-        clean_bookkeeping(partial)
+    source.clean(partial)
     manifest = {
         "version": MANIFEST_VERSION,
         "source": spec,
@@ -454,7 +560,7 @@ def _materialize(root: str, spec: dict, rel: str, opts: Options) -> None:
     log.info("%s: complete (%d files, %d bytes)", rel, len(entries), manifest["totalBytes"])
 
 
-def ensure(root: str, spec: dict, opts: Options | None = None, lease_holder: str | None = None,
+def ensure(root: str, spec: dict, opts: AgentConfig | None = None, lease_holder: str | None = None,
            touch: bool = True, before_download=None) -> str:
     """Make the model complete under root (download on a miss) and return its directory.
 
@@ -462,10 +568,11 @@ def ensure(root: str, spec: dict, opts: Options | None = None, lease_holder: str
     timestamp; ``lease_holder`` records a lease that protects the model from eviction while it is refreshed;
     ``before_download(spec)`` runs (holding the model's lock) only when the model has to be fetched.
     """
-    opts = opts or Options()
+    opts = opts or AgentConfig.from_env()
     spec = normalize_spec(spec)
     rel = model_relative_dir(spec)
     final = os.path.join(root, rel)
+    prepare_root(root)
     with model_lock(root, rel, exclusive=False):
         if is_complete(final):
             if touch:
@@ -487,25 +594,29 @@ def ensure(root: str, spec: dict, opts: Options | None = None, lease_holder: str
 
 
 def verify(root: str, spec: dict) -> tuple[str, list[str]]:
-    """Re-hash a complete model. On corruption remove its marker (the next ensure re-fetches the bad files).
+    """Re-hash a complete model. On corruption remove its marker (the next ensure fetches the model again into a
+    fresh directory). The hashing holds the shared lock (readers' hits go on; nothing writes the model meanwhile);
+    only removing the marker takes the exclusive one.
 
     Returns (state, bad paths) with state one of ``absent``, ``ok``, ``corrupt``.
     """
     spec = normalize_spec(spec)
     rel = model_relative_dir(spec)
     final = os.path.join(root, rel)
-    with model_lock(root, rel, exclusive=True):
-        if not os.path.isfile(os.path.join(final, COMPLETE)):
+    prepare_root(root)
+    with model_lock(root, rel, exclusive=False):
+        if _lstat(os.path.join(final, COMPLETE)) is None:
             return "absent", []
         manifest = read_manifest(final) or {}
-        bad = [e["path"] for e in manifest.get("files", [])
-               if not checksums.matches(os.path.join(final, e["path"]), e)]
-        if not manifest.get("files"):
+        if not manifest.get("files") or not is_complete(final):
             bad = [MANIFEST]
-        if bad:
-            os.unlink(os.path.join(final, COMPLETE))
-            return "corrupt", bad
+        else:
+            bad = [e["path"] for e in manifest["files"] if not checksums.matches(os.path.join(final, e["path"]), e)]
+    if not bad:
         return "ok", []
+    with model_lock(root, rel, exclusive=True):
+        _delete(os.path.join(final, COMPLETE))
+    return "corrupt", bad
 
 
 # --- warm mode ---------------------------------------------------------------------------------------------------
@@ -535,12 +646,23 @@ def all_complete(root: str, specs: list[dict]) -> bool:
 WARM_HOLDER = "warm-agent"
 
 
-def warm_cycle(root: str, specs: list[dict], models_hash: str, opts: Options) -> bool:
+def warm_cycle(root: str, specs: list[dict], models_hash: str, opts: AgentConfig, verified: dict | None = None,
+               verify_interval: float | None = None) -> bool:
     """Make every listed model complete; the warm agent leases them (so they are not evicted) but does not count
-    as a use for LRU. Writes the readiness file only when all are complete, removes it otherwise."""
+    as a use for LRU. Writes the readiness file only when all are complete, removes it otherwise.
+
+    With ``verified`` (relative dir -> time of its last content check, kept by the caller across cycles), a model
+    whose content was not re-hashed within ``verify_interval`` seconds is verified first (a hit checks only the
+    structure): a corrupt one is fetched again in the same cycle."""
     for spec in specs:
         rel = model_relative_dir(spec)
         try:
+            if verified is not None and time.time() - verified.get(rel, 0.0) >= (verify_interval or 0.0):
+                state, bad = verify(root, spec)
+                if state == "corrupt":
+                    log.warning("%s: content check failed (%s): fetching it again", rel, ", ".join(bad[:5]))
+                if state != "absent":
+                    verified[rel] = time.time()
             ensure(root, spec, opts, lease_holder=WARM_HOLDER, touch=False)
         except AgentError as exc:
             log.error("%s: %s", rel, exc)

@@ -16,8 +16,9 @@ Algorithms (the ``algo`` of a manifest entry):
   digest), or, for ``sha256`` in hex, the Hub's LFS sha256. ``crc32c`` and ``crc64nvme`` need ``awscrt`` (see
   :func:`crt_checksums`); ``crc32`` is ``isal``'s when it can be imported, else zlib's (see :func:`crc32_function`).
 - ``git-sha1``: the git blob id the Hub reports for non-LFS files: ``sha1(b"blob <size>\\0" + content)``.
-- ``size``: only the size can be checked (KMS-encrypted objects without additional checksums, unknown ETag
-  schemes).
+- ``size``: only the size can be checked against the source (KMS-encrypted objects without additional checksums,
+  unknown ETag schemes); the CRC32 of the bytes written is recorded (``recorded``) and checked when the file is read
+  back (``verify``, the warm DaemonSet's content check).
 
 S3 objects are verified by a CRC when S3 has one for them (see ``s3_source._checksum_for``): it detects the
 corruption a download guards against (transmission, storage) as well as MD5 does, at a fraction of its CPU cost.
@@ -29,6 +30,7 @@ import base64
 import functools
 import hashlib
 import os
+import stat
 import zlib
 
 _BUF = 4 * 1024 * 1024
@@ -45,8 +47,18 @@ def chunks_of(fh, size: int = _BUF):
         yield view[:n]
 
 
+def _open_regular(path: str):
+    """An unbuffered binary file object of ``path``, which must be a regular file and is never followed as a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    fh = os.fdopen(fd, "rb", buffering=0)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fh.close()
+        raise OSError(f"{path} is not a regular file")
+    return fh
+
+
 def _read_chunks(path: str, size: int = _BUF):
-    with open(path, "rb", buffering=0) as fh:
+    with _open_regular(path) as fh:
         yield from chunks_of(fh, size)
 
 
@@ -75,20 +87,13 @@ def crc32_function():
     zlib 1.2/1.3's table-driven CRC-32 does ~4.5-5 GiB/s on one core on data in cache (as each read is hashed right
     after it arrives), ~0.4 s of CPU for 2 GiB: the largest CPU cost of a download after the network and the page
     cache. ``isal`` (Intel ISA-L, ``pip install isal``; wheels for x86_64 and aarch64) computes the same CRC with the
-    CPU's carry-less multiply at 70+ GiB/s. The agent does not require it. ``NVME_AGENT_CRC32=zlib`` uses zlib's
-    even when ``isal`` is there (for side-by-side measurements).
+    CPU's carry-less multiply at 70+ GiB/s. The agent does not require it.
     """
-    choice = os.environ.get("NVME_AGENT_CRC32") or "auto"
-    if choice not in ("auto", "zlib"):
-        raise ValueError(f"NVME_AGENT_CRC32 must be auto or zlib, got {choice!r}")
-    if choice == "auto":
-        try:
-            from isal.isal_zlib import crc32
-        except ImportError:
-            pass
-        else:
-            return crc32
-    return zlib.crc32
+    try:
+        from isal.isal_zlib import crc32
+    except ImportError:
+        return zlib.crc32
+    return crc32
 
 
 class _CrcSpec:
@@ -207,7 +212,7 @@ def compute(path: str, algo: str, params: dict | None = None) -> str:
     """Compute the checksum ``algo`` of the file at ``path`` in the encoding the source uses."""
     params = params or {}
     if algo in StreamHasher.SEQUENTIAL:
-        h = StreamHasher(algo, params, size=os.path.getsize(path))
+        h = StreamHasher(algo, params, size=os.lstat(path).st_size)
         for chunk in _read_chunks(path):
             h.update(chunk)
         return h.value()
@@ -220,7 +225,7 @@ def compute(path: str, algo: str, params: dict | None = None) -> str:
 
 def _part_digests(path: str, part_size: int, base: str) -> list[bytes]:
     digests = []
-    with open(path, "rb", buffering=0) as fh:
+    with _open_regular(path) as fh:
         buf = bytearray(min(_BUF, part_size))
         view = memoryview(buf)
         while True:
@@ -256,14 +261,25 @@ def matches(path: str, entry: dict, computed: str | None = None) -> bool:
     not known (``None``) never matches.
     """
     try:
-        if os.path.getsize(path) != entry["size"]:
-            return False
+        st = os.lstat(path)
     except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != entry["size"]:
         return False
     checksum = entry.get("checksum") or {"algo": "size"}
     if checksum["algo"] == "size":
-        return True
+        # a checksum the agent recorded when it wrote the file (the source has none): checked when reading back
+        recorded = checksum.get("recorded")
+        if recorded is None or computed is not None:
+            return True
+        try:
+            return compute(path, recorded["algo"], recorded) == recorded["value"]
+        except OSError:
+            return False
     if checksum.get("value") is None:
         return False
-    actual = computed if computed is not None else compute(path, checksum["algo"], checksum)
+    try:
+        actual = computed if computed is not None else compute(path, checksum["algo"], checksum)
+    except OSError:
+        return False
     return actual == checksum["value"]

@@ -14,10 +14,12 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 
-from . import cache
+from . import cache, workers
+from .config import DEFAULT_LEASE_TTL, AgentConfig
 from .spec import SpecError, normalize_spec, required_modules
 
 log = logging.getLogger("nvme_agent")
@@ -39,7 +41,9 @@ def check_modules(specs: list[dict]) -> None:
         except Exception as exc:  # noqa: BLE001 - a module that fails to import is as good as missing
             missing.append(f"{name} ({type(exc).__name__}: {exc})")
     if missing:
-        raise MissingModule("missing Python module(s) required by the model source: " + ", ".join(missing))
+        raise MissingModule("missing Python module(s) required by the model source: " + ", ".join(missing)
+                            + " (the agent runs in the endpoint's image; weightCache.agentImage names one that has "
+                              "them)")
 
 
 def _parse_model(text: str) -> dict:
@@ -49,10 +53,10 @@ def _parse_model(text: str) -> dict:
     return normalize_spec(text)
 
 
-def _options(args) -> cache.Options:
-    return cache.Options(min_free_bytes=args.min_free_bytes, min_free_percent=args.min_free_percent,
-                         lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size,
-                         max_io_queue=args.max_io_queue)
+def _options(args) -> AgentConfig:
+    return AgentConfig.from_env(min_free_bytes=args.min_free_bytes, min_free_percent=args.min_free_percent,
+                                lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size,
+                                direct_io=args.direct_io, fast_read=args.fast_read)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,47 +64,65 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--cache-root", required=True, help="cache root on the node-local NVMe (hostPath)")
     common.add_argument("--min-free-bytes", type=int, default=0, help="keep at least this many bytes free")
     common.add_argument("--min-free-percent", type=float, default=0.0, help="keep at least this %% of the disk free")
-    common.add_argument("--lease-ttl", type=float, default=cache.DEFAULT_LEASE_TTL,
+    common.add_argument("--lease-ttl", type=float, default=DEFAULT_LEASE_TTL,
                         help="seconds a lease stays active after its last touch (default 600)")
     common.add_argument("--concurrency", type=int, default=None,
-                        help="parallel requests (S3 ranged GETs, default 16; Hub files, default 8)")
+                        help="parallel requests (S3 ranged GETs, default 16; Hub and local files, default 8; "
+                             "env NVME_AGENT_CONCURRENCY)")
     common.add_argument("--chunk-size", type=int, default=None,
                         help="S3 ranged GET size in bytes for objects without a per-part checksum (default 64 MiB; "
-                             "multipart objects are fetched one part per GET)")
-    common.add_argument("--max-io-queue", type=int, default=None,
-                        help="IO queue length of the s3transfer downloader (NVME_AGENT_S3_TRANSFER=s3transfer)")
+                             "multipart objects are fetched one part per GET; env NVME_AGENT_CHUNK_SIZE)")
+    common.add_argument("--direct-io", type=int, choices=(0, 1), default=None,
+                        help="1 (default): whole blocks written with O_DIRECT; 0: through the page cache "
+                             "(env NVME_AGENT_DIRECT_IO)")
+    common.add_argument("--fast-read", type=int, choices=(0, 1), default=None,
+                        help="1: receive S3 responses through botocore's private response attributes, probed, with "
+                             "a fallback (default 0; env NVME_AGENT_FAST_READ)")
     common.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
 
     parser = argparse.ArgumentParser(prog="nvme_agent", description="Materialize model weights on node-local NVMe.")
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("ensure", parents=[common], help="make one model complete (download on a miss); print its dir")
     p.add_argument("--model", required=True, help="model spec JSON (or @file)")
-    p.add_argument("--lease-holder", default=None, help="also take a lease on the model under this name")
+    p.add_argument("--lease-holder", default=None,
+                   help=f"also take a lease on the model under this name ({HOSTNAME_HOLDER}: the host's, a pod's name)")
     p = sub.add_parser("warm", parents=[common], help="keep every model of a models file complete")
     p.add_argument("--models-file", required=True)
     p.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
     p.add_argument("--once", action="store_true", help="one cycle; exit 0 iff all complete")
+    p.add_argument("--verify-interval", type=float, default=86400.0,
+                   help="seconds between re-hashes of each complete model's content (default 86400; also at start)")
     p = sub.add_parser("check", parents=[common], help="exit 0 iff every model of a models file is complete")
     p.add_argument("--models-file", required=True)
     p = sub.add_parser("verify", parents=[common], help="re-hash a complete model; unmark it when corrupt")
     p.add_argument("--model", required=True)
     p = sub.add_parser("lease", parents=[common], help="hold a lease on a model (refreshed every interval)")
     p.add_argument("--model", required=True)
-    p.add_argument("--holder", required=True)
+    p.add_argument("--holder", required=True, help=f"the lease's name ({HOSTNAME_HOLDER}: the host's)")
     p.add_argument("--interval", type=float, default=60.0)
     p.add_argument("--once", action="store_true", help="touch once and exit")
     p.add_argument("--release", action="store_true", help="remove the lease and exit")
     return parser
 
 
+HOSTNAME_HOLDER = "@hostname"  # a pod's host name is its name (the lease holder of a pod)
+
+
+def _holder(name: str | None) -> str | None:
+    return socket.gethostname() if name == HOSTNAME_HOLDER else name
+
+
 def _run(args) -> int:
     root = args.cache_root
-    os.makedirs(root, exist_ok=True)
+    cache.prepare_root(root)
+    if args.cmd in ("ensure", "warm") and cache.on_kubelet_disk(root):
+        log.warning("the cache root %s is on the same device as kubelet's pod data (the node's root disk?): is the "
+                    "instance-store NVMe mounted at weightCache.hostPath?", root)
     opts = _options(args)
     if args.cmd == "ensure":
         # a hit needs none of the source's modules (importing botocore alone takes ~0.1 s of every pod start): they
         # are checked only when the model has to be downloaded
-        print(cache.ensure(root, _parse_model(args.model), opts, lease_holder=args.lease_holder,
+        print(cache.ensure(root, _parse_model(args.model), opts, lease_holder=_holder(args.lease_holder),
                            before_download=lambda spec: check_modules([spec])), flush=True)
         return EXIT_OK
     if args.cmd == "check":
@@ -111,28 +133,35 @@ def _run(args) -> int:
         print(json.dumps({"state": state, "corrupt": bad}), flush=True)
         return {"ok": EXIT_OK, "absent": EXIT_ERROR}.get(state, EXIT_CORRUPT)
     if args.cmd == "lease":
+        args.holder = _holder(args.holder)
         final = cache.model_dir(root, _parse_model(args.model))
         if args.release:
             cache.release_lease(final, args.holder)
             return EXIT_OK
-        while True:
-            if cache.is_complete(final):
-                cache.touch_lease(final, args.holder)
-            if args.once:
-                return EXIT_OK
-            time.sleep(args.interval)
+        try:
+            while True:
+                if cache.is_complete(final):
+                    cache.touch_lease(final, args.holder)
+                if args.once:
+                    return EXIT_OK
+                time.sleep(args.interval)
+        except SystemExit:  # SIGTERM: the pod ends, and with it the lease (a native sidecar is stopped last)
+            if not args.once:
+                cache.release_lease(final, args.holder)
+            raise
     if args.cmd == "warm":
         # a loop for the pod's life: garbage collection back on (``__main__`` turns it off for the start-up), minus
         # the objects of the start-up, which live as long as the process
         gc.freeze()
         gc.enable()
         first = True
+        verified: dict[str, float] = {}  # the content of each model is re-hashed at start, then every interval
         while True:
             specs, digest = cache.load_models_file(args.models_file)
             if first:
                 check_modules(specs)
                 first = False
-            ready = cache.warm_cycle(root, specs, digest, opts)
+            ready = cache.warm_cycle(root, specs, digest, opts, verified, args.verify_interval)
             log.info("warm cycle: %d model(s), ready=%s", len(specs), ready)
             if args.once:
                 return EXIT_OK if ready else EXIT_ERROR
@@ -140,13 +169,27 @@ def _run(args) -> int:
     raise AssertionError(args.cmd)
 
 
+EXIT_SIGTERM = 143
+
+
+def _on_sigterm(*_) -> None:
+    """Stop: workers see ``CANCEL`` between reads and files; the main thread unwinds (its waits give them
+    ``workers.GRACE`` seconds), the source cleans its temporary files, and the process exits 143. A second SIGTERM
+    while stopping changes nothing."""
+    if workers.CANCEL.is_set():
+        return
+    workers.CANCEL.set()
+    log.warning("SIGTERM: stopping")
+    raise SystemExit(EXIT_SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), stream=sys.stderr,
                         format="nvme-agent %(levelname)s %(message)s")
-    for noisy in ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "huggingface_hub"):
+    for noisy in ("botocore", "urllib3", "httpx", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return _run(args)
     except SpecError as exc:

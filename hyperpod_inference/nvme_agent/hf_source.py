@@ -8,10 +8,11 @@ The token comes from ``HF_TOKEN`` or the file named by ``HF_TOKEN_PATH``; the en
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
-import posixpath
 import shutil
+
+from . import workers
+from .source import Source
 
 # huggingface_hub reads these at import time: set them before the first import.
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -43,14 +44,12 @@ def plan(spec: dict, concurrency: int) -> tuple[str, list[dict]]:
         raise RuntimeError(f"the Hub did not return a commit sha for {spec['modelId']}@{spec['revision']}")
     entries = []
     for sib in info.siblings or []:
-        rel = posixpath.normpath(sib.rfilename)
-        if rel.startswith("../") or rel.startswith("/") or rel.split("/")[0] == HF_METADATA_DIR:
-            raise ValueError(f"refusing repository path {sib.rfilename!r}")
+        # "key": the repository path; "path" is checked and normalized with the others (cache.check_entries)
         if sib.lfs is not None:
-            entries.append({"path": sib.rfilename, "size": int(sib.lfs.size),
+            entries.append({"path": sib.rfilename, "key": sib.rfilename, "size": int(sib.lfs.size),
                             "checksum": {"algo": "sha256", "value": sib.lfs.sha256}})
         elif sib.blob_id and sib.size is not None:
-            entries.append({"path": sib.rfilename, "size": int(sib.size),
+            entries.append({"path": sib.rfilename, "key": sib.rfilename, "size": int(sib.size),
                             "checksum": {"algo": "git-sha1", "value": sib.blob_id}})
         else:
             raise RuntimeError(f"the Hub gave no size/hash for {sib.rfilename!r}")
@@ -71,12 +70,27 @@ def download(spec: dict, commit: str, entries: list[dict], dest_dir: str, concur
     cache_dir = os.path.join(dest_dir, HF_METADATA_DIR, "hub")
 
     def fetch(entry):
-        hf_hub_download(spec["modelId"], entry["path"], revision=commit, local_dir=dest_dir, cache_dir=cache_dir,
+        hf_hub_download(spec["modelId"], entry["key"], revision=commit, local_dir=dest_dir, cache_dir=cache_dir,
                         token=_token(), endpoint=_endpoint())
         on_done(entry)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = [pool.submit(fetch, e) for e in entries]
-        errors = [f.exception() for f in futures if f.exception() is not None]
-    if errors:
-        raise RuntimeError(f"{len(errors)} file(s) failed, first: {errors[0]}") from errors[0]
+    failed = workers.each(entries, fetch, concurrency, "hub")
+    if failed:
+        entry, exc = failed[0]
+        raise RuntimeError(f"{len(failed)} file(s) failed, first {entry['path']}: {exc}") from exc
+
+
+class HubSource(Source):
+    """A Hub repository at a revision, through huggingface_hub (see :func:`plan`, :func:`download`)."""
+
+    reserved = frozenset({HF_METADATA_DIR})
+
+    def plan(self):
+        return plan(self.spec, self.config.parallel(8))
+
+    def download(self, revision, entries, dest, on_done):
+        download(self.spec, revision, entries, dest, self.config.parallel(8), on_done)
+
+    def clean(self, dest):
+        super().clean(dest)
+        clean_bookkeeping(dest)

@@ -2,13 +2,14 @@
 
 There is no checksum at the source, so each file is hashed (sha256) while it is copied: the copy is verified by its
 size and by the source file being unchanged during the copy (size and mtime before and after), and the recorded
-sha256 lets ``verify`` and a resumed run detect later corruption of the cache. Regular files are copied (symlinks
-to files are followed; symlinked directories, sockets and FIFOs are skipped). Stdlib only.
+sha256 lets ``verify`` and a resumed run detect later corruption of the cache. Regular files are copied. A link is
+followed only when its target stays inside the node-mounted file system (the spec's ``mount``, default its ``path``)
+and is copied as a regular file; a link that leads outside fails the plan, naming it. Sockets, FIFOs and devices are
+skipped. Stdlib only.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import hashlib
 import logging
@@ -16,41 +17,75 @@ import os
 import stat
 import uuid
 
+from . import workers
 from .checksums import chunks_of
+from .source import Source
 
 log = logging.getLogger("nvme_agent")
 
 _BUF = 1024 * 1024
 
 
+class LinkOutsideMount(RuntimeError):
+    """A link in the source leads outside the node-mounted file system."""
+
+
+def _inside(path: str, mount: str) -> bool:
+    return path == mount or path.startswith(mount.rstrip("/") + "/")
+
+
 def plan(spec: dict) -> tuple[str, list[dict]]:
     """Walk the source directory; return ("latest", manifest entries with the sha256 still unknown)."""
     root = spec["path"]
-    if not os.path.isdir(root):
+    st = _stat_or_none(root)
+    if st is None or not stat.S_ISDIR(st.st_mode):
         raise FileNotFoundError(f"local model path {root} does not exist or is not a directory")
-    entries = []
-    for dirpath, dirs, files in os.walk(root, onerror=_raise):
-        dirs.sort()
-        for name in sorted(files):
-            src = os.path.join(dirpath, name)
-            try:
-                st = os.stat(src)
-            except FileNotFoundError:
-                log.warning("skipping %s: dangling symlink", src)
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                log.warning("skipping %s: not a regular file", src)
-                continue
-            rel = os.path.relpath(src, root).replace(os.sep, "/")
-            # the value is filled in by the copy; until then the entry never matches a file
-            entries.append({"path": rel, "size": st.st_size, "src": src, "checksum": {"algo": "sha256", "value": None}})
+    mount = os.path.realpath(spec.get("mount") or root)
+    real_root = os.path.realpath(root)
+    if not _inside(real_root, mount):
+        raise LinkOutsideMount(f"local model path {root} leads to {real_root}, outside the mount {mount}")
+    entries: list[dict] = []
+    _walk(real_root, "", mount, {(st.st_dev, st.st_ino)}, entries)
     if not entries:
         raise FileNotFoundError(f"no files under local model path {root}")
     return "latest", entries
 
 
-def _raise(exc: OSError) -> None:
-    raise exc
+def _stat_or_none(path: str):
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _walk(directory: str, rel: str, mount: str, seen: set, entries: list[dict]) -> None:
+    with os.scandir(directory) as it:
+        items = sorted(it, key=lambda e: e.name)
+    for item in items:
+        name = rel + item.name
+        src = item.path
+        if item.is_symlink():
+            src = os.path.realpath(item.path)
+            if not _inside(src, mount):
+                raise LinkOutsideMount(f"local model file {name} is a link to {src}, outside the mount {mount}: "
+                                       f"links are followed only inside the node-mounted file system")
+            st = _stat_or_none(src)
+            if st is None:
+                log.warning("skipping %s: dangling link", name)
+                continue
+        else:
+            st = item.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            if (st.st_dev, st.st_ino) in seen:
+                log.warning("skipping %s: a link back into a directory already copied", name)
+                continue
+            _walk(src, name + "/", mount, seen | {(st.st_dev, st.st_ino)}, entries)
+        elif stat.S_ISREG(st.st_mode):
+            # the value is filled in by the copy; until then the entry never matches a file
+            entries.append({"path": name, "size": st.st_size, "src": src, "ino": [st.st_dev, st.st_ino],
+                            "checksum": {"algo": "sha256", "value": None}})
+        else:
+            log.warning("skipping %s: not a regular file", name)
 
 
 def _copy(entry: dict, dest_dir: str) -> str:
@@ -62,9 +97,16 @@ def _copy(entry: dict, dest_dir: str) -> str:
     h = hashlib.sha256()
     copied = 0
     try:
-        with open(entry["src"], "rb", buffering=0) as src, open(tmp, "wb", buffering=0) as dst:
+        # the planned file itself: never a link (O_NOFOLLOW on the resolved path), the same inode as planned
+        src_fd = os.open(entry["src"], os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(src_fd, "rb", buffering=0) as src, \
+                os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644), "wb",
+                          buffering=0) as dst:
             before = os.fstat(src.fileno())
+            if not stat.S_ISREG(before.st_mode) or [before.st_dev, before.st_ino] != list(entry["ino"]):
+                raise RuntimeError(f"source file {entry['src']} was replaced after it was listed")
             for chunk in chunks_of(src, _BUF):
+                workers.check()
                 h.update(chunk)
                 written = 0
                 while written < len(chunk):
@@ -90,8 +132,17 @@ def download(spec: dict, entries: list[dict], dest_dir: str, concurrency: int, o
         entry["checksum"] = {"algo": "sha256", "value": value}
         on_done(entry, value)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = [pool.submit(fetch, e) for e in entries]
-        errors = [f.exception() for f in futures if f.exception() is not None]
-    if errors:
-        raise RuntimeError(f"{len(errors)} file(s) failed, first: {errors[0]}") from errors[0]
+    failed = workers.each(entries, fetch, concurrency, "local")
+    if failed:
+        entry, exc = failed[0]
+        raise RuntimeError(f"{len(failed)} file(s) failed, first {entry['path']}: {exc}") from exc
+
+
+class LocalSource(Source):
+    """A directory tree on the node (see :func:`plan`, :func:`download`); checksums are computed by the copy."""
+
+    def plan(self):
+        return plan(self.spec)
+
+    def download(self, revision, entries, dest, on_done):
+        download(self.spec, entries, dest, self.config.parallel(8), on_done)

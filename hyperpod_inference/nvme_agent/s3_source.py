@@ -7,19 +7,18 @@ The endpoint is whatever botocore resolves (it honours ``AWS_ENDPOINT_URL`` / ``
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import contextlib
 import errno
 import http.client
 import logging
 import os
-import posixpath
 import re
-import sys
 import threading
 import uuid
 
+from . import workers
 from .checksums import CRCS, StreamHasher, composite, crc_of_ranges, crt_checksums, multipart_md5
+from .source import Source
 
 log = logging.getLogger("nvme_agent")
 
@@ -27,49 +26,37 @@ MiB = 1024 * 1024
 
 
 class TransferSettings:
-    """Tunables of the S3 transfer (CLI flags / env ``NVME_AGENT_S3_*``)."""
+    """The S3 transfer state of a run: its settings (from ``config.AgentConfig``; nothing is read here), its clients
+    and whether direct I/O still works."""
 
-    def __init__(self, max_concurrency: int | None = None, chunk_size: int | None = None,
-                 max_io_queue: int | None = None, multipart_threshold: int | None = None):
-        env = os.environ.get
-        self.max_concurrency = int(max_concurrency or env("NVME_AGENT_S3_MAX_CONCURRENCY") or 16)
-        self.chunk_size = int(chunk_size or env("NVME_AGENT_S3_CHUNK_SIZE") or 64 * MiB)
-        self.max_io_queue = int(max_io_queue or env("NVME_AGENT_S3_MAX_IO_QUEUE") or 100)
-        self.multipart_threshold = int(multipart_threshold or env("NVME_AGENT_S3_MULTIPART_THRESHOLD") or 16 * MiB)
+    def __init__(self, max_concurrency: int | None = None, chunk_size: int | None = None, direct_io: bool = True,
+                 fast_read: bool = False, read_size: int = MiB, write_size: int = 32 * 1024):
+        self.max_concurrency = int(max_concurrency or 16)
+        self.chunk_size = int(chunk_size or 64 * MiB)
         # bytes received from a response per read, into one reused buffer per transfer thread (memory: this times
         # max_concurrency); each read is hashed as a whole
-        self.read_size = int(env("NVME_AGENT_S3_READ_SIZE") or MiB)
+        self.read_size = read_size
         # bytes per write(2) through the page cache (a file's last partial block; everything with direct I/O off or
         # refused). The page cache sizes the folio it allocates by the write: 32 KiB (what s5cmd and Go's
         # io.Copy use) measured 3-5x cheaper in system time than 256 KiB - 1 MiB writes on the benchmark machine
         # (BENCHMARKS.md)
-        self.write_size = int(env("NVME_AGENT_S3_WRITE_SIZE") or 32 * 1024)
+        self.write_size = write_size
         # whole blocks of each read are written with direct I/O (O_DIRECT: from the read buffer to the disk, without
-        # the copy into the page cache that buffered writes make); "0" writes everything through the page cache.
-        # Turned off for the rest of the run when the filesystem refuses it (see _FileJob.write_direct)
-        self.direct_io = (env("NVME_AGENT_DIRECT_IO") or "1") != "0" and hasattr(os, "O_DIRECT")
-        # receive into the read buffer through http.client's readinto (see _http_response); "0" reads through
-        # botocore's StreamingBody.read instead (a new bytes object per read)
-        self.readinto = (env("NVME_AGENT_S3_READINTO") or "1") != "0"
+        # the copy into the page cache that buffered writes make). Turned off for the rest of the run when the
+        # filesystem refuses it (see _FileJob.write_direct)
+        self.direct_io = bool(direct_io) and hasattr(os, "O_DIRECT")
+        # opt-in: receive through the http.client response under botocore (see _fast_reader)
+        self.fast_read = fast_read
         # single-part objects up to this size are fetched in one GET so that their (sequential) checksum is computed
         # while streaming; larger ones are fetched in ranges and hashed after the download
-        self.stream_hash_max = int(env("NVME_AGENT_S3_STREAM_HASH_MAX") or 1024 * MiB)
-        # "stream" (default: parallel ranged GETs, checksums computed in flight) or "s3transfer" (boto3's classic
-        # transfer manager, files read back to verify them: the previous downloader, kept as a fallback)
-        self.transfer = (env("NVME_AGENT_S3_TRANSFER") or "stream").lower()
-        if self.transfer not in ("stream", "s3transfer"):
-            raise ValueError(f"NVME_AGENT_S3_TRANSFER must be stream or s3transfer, got {self.transfer!r}")
-        for name in ("read_size", "write_size"):
-            if getattr(self, name) < 4096:
-                raise ValueError(f"NVME_AGENT_S3_{name.upper()} must be at least 4096 bytes, got {getattr(self, name)}")
+        self.stream_hash_max = 1024 * MiB
         self._clients = {}
         self._lock = threading.Lock()
-        self._pool = None
+        self._fast_read_logged = False
 
     def client(self, spec: dict):
         """One S3 client per region for every request of this run (a client is thread-safe; making one costs
-        0.05-0.1 s even with :func:`s3_data_loader`: botocore decodes the S3 model, its endpoint rules and the
-        endpoints)."""
+        0.1-0.2 s: botocore decodes the S3 model, its endpoint rules and the endpoints)."""
         region = spec.get("region")
         with self._lock:
             if region not in self._clients:
@@ -83,108 +70,18 @@ class TransferSettings:
         if refused_now:  # logged once, also when several transfer threads are refused at once
             log.info("direct I/O refused by the cache's filesystem (%s): writing through the page cache", exc)
 
-    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        """The run's transfer threads (HEADs and GETs), all started before any request is queued.
-
-        A ThreadPoolExecutor starts a thread per ``submit`` up to ``max_workers``, and each start waits until the new
-        thread runs. Once the first workers are busy in botocore (Python code, holding the GIL), the new thread gets
-        the GIL only after the interpreter's switch interval (5 ms): 16 HEADs sent that way waited 35 ms in all for
-        their threads to start. Started while nothing else runs, 16 threads take about 2 ms. Idle threads end with
-        the pool (when these settings are dropped) or at exit.
-        """
-        with self._lock:
-            if self._pool is None:
-                workers = max(1, self.max_concurrency)
-                pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nvme-agent-s3")
-                # every worker blocks in the barrier, so each submit starts a new thread (an idle one would be reused)
-                started = threading.Barrier(workers + 1)
-                for _ in range(workers):
-                    pool.submit(started.wait)
-                started.wait()
-                self._pool = pool
-            return self._pool
-
 
 def _client(spec: dict, settings: TransferSettings):
-    with _botocore_without_crt():
-        import botocore.session
-        from botocore.config import Config
+    """A client from botocore's own session, loader and parsers (public API only)."""
+    import botocore.session
+    from botocore.config import Config
 
     cfg = Config(
         max_pool_connections=max(settings.max_concurrency * 2, 10),
         retries={"max_attempts": 8, "mode": "adaptive"},
         user_agent_extra="hyperpod-nvme-agent",
     )
-    # botocore's own session (boto3's adds nothing the agent uses, and importing boto3 costs another ~0.01 s)
-    session = botocore.session.Session()
-    session.register_component("data_loader", s3_data_loader(session.get_config_variable("data_path")))
-    # timestamps in responses (LastModified, Expires) stay the strings S3 sent: the agent reads none of them, and
-    # parsing each with dateutil costs ~0.3 ms of CPU (every HEAD and GET carries one, a listing one per object)
-    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=str)
-    return session.create_client("s3", region_name=spec.get("region"), config=cfg)
-
-
-def s3_data_loader(data_path: str | None = None):
-    """botocore's data loader (same search path: ``AWS_DATA_PATH``, ``~/.aws/models``, botocore's data), without two
-    costs of making an S3 client that a short-lived process pays on every start (BENCHMARKS.md: the S3 client in
-    0.10 s instead of 0.19 s, measured in one host state):
-
-    - To check a service name, botocore's loader lists every service it has data for: ~450 directories listed and
-      ~1,800 files looked up, once for the S3 model and again for its endpoint rules. The agent only ever asks for
-      ``s3``, so only ``s3`` is looked up.
-    - botocore decodes its JSON data (3.5 MB for S3: its model, endpoint rules and endpoints) into ``OrderedDict``
-      objects; plain dicts keep the same order and are quicker to build and smaller.
-    """
-    import gzip
-    import json
-
-    from botocore.loaders import JSONFileLoader, Loader, create_loader
-
-    class DictJSONFileLoader(JSONFileLoader):
-        def load_file(self, file_path):
-            for ext in (".json", ".json.gz"):
-                if os.path.isfile(file_path + ext):
-                    with open(file_path + ext, "rb") as fh:
-                        data = fh.read()
-                    # one decompression of the whole file (GzipFile.read inflates it in 8 KiB steps)
-                    return json.loads(gzip.decompress(data) if ext == ".json.gz" else data)
-            return None
-
-    class S3Loader(Loader):
-        FILE_LOADER_CLASS = DictJSONFileLoader
-
-        def list_available_services(self, type_name):
-            for path in self.search_paths:
-                service_dir = os.path.join(path, "s3")
-                versions = os.listdir(service_dir) if os.path.isdir(service_dir) else []
-                if any(self.file_loader.exists(os.path.join(service_dir, v, type_name)) for v in versions):
-                    return ["s3"]
-            return []
-
-    # botocore's own parsing of the data path gives the search path, defaults included
-    return S3Loader(extra_search_paths=list(create_loader(data_path).search_paths), include_default_search_paths=False)
-
-
-@contextlib.contextmanager
-def _botocore_without_crt():
-    """Import botocore as it imports where ``awscrt`` is not installed (``NVME_AGENT_BOTOCORE_CRT=1``: as it is).
-
-    When ``awscrt`` can be imported, botocore loads it on import (its native library: ~0.04 s of every cold start,
-    BENCHMARKS.md) to sign requests through the CRT, which the agent has no use for (it never uses botocore's CRT
-    transfer client). ``None`` in ``sys.modules`` makes that import fail, as it does without the package; the entry
-    is removed afterwards, so the agent's own CRC-32C / CRC-64/NVME (:func:`checksums.crt_checksums`) can still
-    import ``awscrt``. Nothing changes when botocore or awscrt are already imported (e.g. in-process use).
-    """
-    if "botocore.compat" in sys.modules or "awscrt" in sys.modules \
-            or os.environ.get("NVME_AGENT_BOTOCORE_CRT") == "1":
-        yield
-        return
-    sys.modules["awscrt"] = None
-    try:
-        yield
-    finally:
-        if sys.modules.get("awscrt", False) is None:
-            del sys.modules["awscrt"]
+    return botocore.session.Session().create_client("s3", region_name=spec.get("region"), config=cfg)
 
 
 def _head_part_one(client, bucket: str, key: str) -> int:
@@ -287,10 +184,8 @@ def plan(spec: dict, settings: TransferSettings) -> tuple[str, list[dict]]:
             rel = key[len(prefix):]
             if not rel or rel.endswith("/"):
                 continue  # "directory" markers
-            norm = posixpath.normpath(rel)
-            if norm.startswith("../") or norm == ".." or norm.startswith("/"):
-                raise ValueError(f"refusing object key outside the prefix: {key!r}")
-            entries.append({"path": norm, "key": key, "size": int(obj["Size"]),
+            # the path is checked and normalized with the other entries' (cache.check_entries)
+            entries.append({"path": rel, "key": key, "size": int(obj["Size"]),
                             "etag": str(obj.get("ETag", "")).strip('"')})
     if not entries:
         raise FileNotFoundError(f"no objects under s3://{bucket}/{prefix}")
@@ -317,7 +212,10 @@ def describe(spec: dict, entries: list[dict], settings: TransferSettings) -> Non
     todo = [e for e in entries if "checksum" not in e]
     if todo:
         client = settings.client(spec)
-        list(settings.pool().map(lambda e: _describe_one(client, spec["bucket"], e), todo))
+        failed = workers.each(todo, lambda e: _describe_one(client, spec["bucket"], e), settings.max_concurrency,
+                              "s3-head")
+        if failed:
+            raise failed[0][1]
 
 
 def download(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:
@@ -327,8 +225,6 @@ def download(spec: dict, entries: list[dict], dest_dir: str, settings: TransferS
     complete. ``computed`` is the entry's checksum computed over the bytes written (``None`` when the transfer
     could not compute it in flight: the caller then reads the file back). ``on_done`` runs on a transfer thread.
     """
-    if settings.transfer != "stream":
-        return _download_transfer_manager(spec, entries, dest_dir, settings, on_done)
     return _download_streaming(spec, entries, dest_dir, settings, on_done)
 
 
@@ -413,7 +309,11 @@ class _FileJob:
             step = max(settings.chunk_size, MiB)
             self.ranges = [(off, min(off + step, size)) for off in range(0, size, step)]
             if algo == "size":
-                self.combine = lambda: None
+                # nothing to check against at the source (e.g. SSE-KMS without additional checksums): a CRC32 of the
+                # bytes written is recorded, so that verify and the warm DaemonSet's check detect later corruption
+                self.hashers = [StreamHasher("crc32") for _ in self.ranges]
+                self.combine = lambda: crc_of_ranges("crc32", [h.digest() for h in self.hashers],
+                                                     [end - start for start, end in self.ranges])
         self.pending = len(self.ranges)
 
     def open(self) -> None:
@@ -422,10 +322,10 @@ class _FileJob:
         2 GiB in a micro-benchmark, BENCHMARKS.md). Every range is written whole or the file is dropped, and the
         size is checked before a file is accepted."""
         os.makedirs(os.path.dirname(self.target), exist_ok=True)
-        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         if self.settings.direct_io:
             try:
-                self.direct_fd = os.open(self.tmp, os.O_WRONLY | os.O_DIRECT)
+                self.direct_fd = os.open(self.tmp, os.O_WRONLY | os.O_DIRECT | os.O_NOFOLLOW)
             except OSError as exc:  # EINVAL: a filesystem without direct I/O (e.g. tmpfs on older kernels)
                 self.settings.refuse_direct_io(exc)
 
@@ -469,7 +369,7 @@ def _streaming_errors():
     import botocore.exceptions
 
     # botocore's StreamingBody turns urllib3's read timeouts / protocol errors into the botocore ones; reads through
-    # http.client (see _http_response) raise the socket's own (ConnectionError, TimeoutError) or http.client's.
+    # http.client (the opt-in _fast_reader) raise the socket's own (ConnectionError, TimeoutError) or http.client's.
     # Read through StreamingBody, a response that carries a checksum of its own (a whole object; a part, on S3) is
     # checked by botocore at its end: a mismatch is bytes that went wrong on the way, so the range is fetched again
     return (botocore.exceptions.ResponseStreamingError, botocore.exceptions.IncompleteReadError,
@@ -536,26 +436,30 @@ def _read_buffer(size: int) -> memoryview:
     return buf
 
 
-def _http_response(body):
-    """The ``http.client`` response under botocore's StreamingBody (through urllib3), or None.
+def _readinto_of(body):
+    """The public ``readinto`` of botocore's StreamingBody (botocore 1.44 has it, 1.34 not), or None: use ``read``."""
+    return getattr(body, "readinto", None)
 
-    ``StreamingBody.read(n)`` allocates a new ``bytes`` per call and copies the data again on its way through
-    ``http.client`` and urllib3; ``http.client.HTTPResponse.readinto`` receives straight into a reused buffer
-    (BENCHMARKS.md compares the two). ``readinto`` is public ``http.client`` API; reaching it goes through botocore's
-    and urllib3's (long-standing but private) ``_raw_stream`` / ``_fp`` attributes, so anything else (another
-    botocore, an HTTP library without them, a content-encoded response) falls back to ``read``.
-    """
-    response = getattr(getattr(body, "_raw_stream", None), "_fp", None)
-    if not isinstance(response, http.client.HTTPResponse) or response.getheader("content-encoding"):
+
+def _fast_reader(body, settings: TransferSettings):
+    """Opt-in (``NVME_AGENT_FAST_READ=1``): ``readinto`` of the ``http.client`` response under botocore's
+    StreamingBody and urllib3, reached through their private ``_raw_stream`` / ``_fp`` attributes, which receives
+    straight into the read buffer (the public path copies each read once more). Probed on every response; anything
+    else (another botocore or urllib3, a content-encoded or checksum-validated response) takes the public path,
+    logged once. Returns (readinto, release) or None."""
+    raw = getattr(body, "_raw_stream", None)
+    response = getattr(raw, "_fp", None)
+    release = getattr(raw, "release_conn", None)
+    usable = (type(body).__name__ == "StreamingBody" and isinstance(response, http.client.HTTPResponse)
+              and callable(release) and not response.getheader("content-encoding"))
+    if not usable:
+        with settings._lock:
+            first, settings._fast_read_logged = not settings._fast_read_logged, True
+        if first:
+            log.info("fast read unavailable for this response (%s): reading through botocore's public API",
+                     type(body).__name__)
         return None
-    return response
-
-
-def _release_connection(body) -> None:
-    """Hand a fully read response's connection back to urllib3's pool (``close`` would drop it)."""
-    release = getattr(body._raw_stream, "release_conn", None)
-    if release is not None:
-        release()
+    return response.readinto, lambda: release() if response.isclosed() else None
 
 
 class RangeMismatch(RuntimeError):
@@ -603,14 +507,15 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
         if response is None:
             response = client.get_object(**kwargs)
         body = response["Body"]
-        http_response = _http_response(body) if settings.readinto else None
-        readinto = http_response.readinto if http_response is not None else None
+        fast = _fast_reader(body, settings) if settings.fast_read else None
+        readinto = fast[0] if fast else _readinto_of(body)
         offset = start
         # direct writes from the read buffer (only a readinto buffer is page-aligned) while offsets stay aligned
         direct = readinto is not None and job.direct_fd is not None and start % DIRECT_IO_ALIGN == 0
         try:
             _check_range(response, start, end, job.entry["key"])
             while offset < end:
+                workers.check()
                 want = min(len(buffer), end - offset)
                 if readinto is not None:
                     n = readinto(buffer[:want])
@@ -634,8 +539,10 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
                 while written < n:
                     written += os.pwrite(job.fd, chunk[written:written + write_size], offset + written)
                 offset += n
-            if http_response is not None and http_response.isclosed():
-                _release_connection(body)
+            if fast:
+                fast[1]()  # the response is read to its end: its connection goes back to urllib3's pool
+            elif readinto is not None and readinto(buffer[:1]):  # the end: botocore checks length and checksum
+                raise RangeMismatch(f"GET {job.entry['key']!r} bytes {start}-{end - 1} sent more bytes than asked")
             return
         except retryable as exc:
             if attempt == READ_RETRIES:
@@ -663,7 +570,7 @@ class _Schedule:
         """``(job, range index)``, ``(job, None)`` to prepare the job, or None: no more tasks."""
         with self._cond:
             while True:
-                if self._stopped:
+                if self._stopped or workers.CANCEL.is_set():
                     return None
                 if self._ranges:
                     return self._ranges.popleft()
@@ -672,7 +579,7 @@ class _Schedule:
                     return self._unprepared.popleft(), None
                 if not self._preparing:
                     return None
-                self._cond.wait()
+                self._cond.wait(0.2)  # also to see CANCEL
 
     def prepared(self, job: _FileJob, indexes) -> None:
         with self._cond:
@@ -710,7 +617,10 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
             if ok:
                 job.close_files()
                 os.replace(job.tmp, job.target)
-                on_done(job.entry, job.computed())
+                computed = job.computed()
+                if (job.entry.get("checksum") or {"algo": "size"})["algo"] == "size" and computed is not None:
+                    job.entry["checksum"] = {"algo": "size", "recorded": {"algo": "crc32", "value": computed}}
+                on_done(job.entry, computed)
         except BaseException as exc:  # noqa: BLE001 - reported below
             ok = False
             job.error = job.error or exc
@@ -759,70 +669,36 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
             elif prepare(job):
                 run(job, 0)
 
-    pool = settings.pool()
-    workers = [pool.submit(worker) for _ in range(max(1, settings.max_concurrency))]
     try:
-        concurrent.futures.wait(workers)
-    finally:
-        # interrupted (SIGTERM): no new tasks; the running ones end before their files are closed below
+        failures = workers.run(settings.max_concurrency, worker, "s3")
+    except BaseException:
+        # interrupted (SIGTERM): no new tasks; the temporary files of unfinished files go (their descriptors close
+        # with the process: a worker stuck in a stalled read may still hold one); finished files stay, verified
         schedule.stop()
-        concurrent.futures.wait(workers)
+        for job in jobs:
+            if job.fd is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(job.tmp)
+        raise
     for job in jobs:
-        if job.fd is not None:  # never finished (interrupted; a direct_fd is only ever open beside fd)
+        if job.fd is not None:  # never finished (a direct_fd is only ever open beside fd)
             job.close(keep=False)
-    for future in workers:
-        future.result()  # a worker's own failure (the tasks catch theirs)
+    if failures:
+        raise failures[0]  # a worker's own failure (the tasks catch theirs)
+    workers.check()
     if errors:
         path, exc = errors[0]
         raise RuntimeError(f"{len(errors)} file(s) failed, first {path}: {exc}") from exc
 
 
-def _download_transfer_manager(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings,
-                               on_done) -> None:
-    """boto3's classic transfer manager; files are read back to verify them (``computed`` is None).
+class S3Source(Source):
+    """Objects under an S3 prefix (see :func:`plan`, :func:`describe`, :func:`download`)."""
 
-    (boto3's CRT transfer manager is not offered: with awscrt 0.38 it failed every GET against both loopback S3
-    servers used in the tests and the benchmark, AWS_IO_SOCKET_CLOSED.)"""
-    from boto3.s3.transfer import TransferConfig, create_transfer_manager
-    from s3transfer.subscribers import BaseSubscriber
+    def plan(self):
+        return plan(self.spec, self.config.s3_settings())
 
-    client = settings.client(spec)
-    describe(spec, entries, settings)  # the files are verified against their checksums after the download
-    config = TransferConfig(
-        multipart_threshold=settings.multipart_threshold,
-        multipart_chunksize=settings.chunk_size,
-        max_concurrency=settings.max_concurrency,
-        max_io_queue=settings.max_io_queue,
-        io_chunksize=256 * 1024,
-        use_threads=True,
-        preferred_transfer_client="classic",  # never the CRT client, even where awscrt is installed
-    )
-    errors = []
+    def describe(self, entries):
+        describe(self.spec, entries, self.config.s3_settings())
 
-    class Done(BaseSubscriber):
-        def __init__(self, entry):
-            self.entry = entry
-
-        def on_done(self, future, **kwargs):
-            try:
-                future.result()
-                on_done(self.entry, None)
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append((self.entry["path"], exc))
-
-    with create_transfer_manager(client, config) as manager:
-        log.debug("transfer manager: %s", type(manager).__name__)
-        futures = []
-        for e in entries:
-            target = os.path.join(dest_dir, e["path"])
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            # s3transfer HEADs the object and pins its ETag (If-Match) on every ranged GET
-            futures.append(manager.download(spec["bucket"], e["key"], target, subscribers=[Done(e)]))
-        for f in futures:
-            try:
-                f.result()
-            except BaseException:  # noqa: BLE001 - collected by the subscriber
-                pass
-    if errors:
-        path, exc = errors[0]
-        raise RuntimeError(f"{len(errors)} file(s) failed, first {path}: {exc}") from exc
+    def download(self, revision, entries, dest, on_done):
+        download(self.spec, entries, dest, self.config.s3_settings(), on_done)

@@ -4,7 +4,9 @@ A spec is a JSON object, one of::
 
     {"source": "s3", "bucket": "my-bucket", "prefix": "qwen/", "region": "us-west-2"}
     {"source": "huggingface", "modelId": "org/model", "revision": "<40-hex commit sha or main>"}
-    {"source": "local", "path": "/fsx/models/llama"}    (a directory on the node, e.g. an FSx mount)
+    {"source": "local", "path": "/fsx/models/llama", "mount": "/fsx"}    (a directory on the node, e.g. an FSx
+                                                    mount; links are followed only to targets inside ``mount``,
+                                                    default ``path``)
 
 The cache directory of a model under the cache root is ``<source-key>/<revision>``. Both parts are DNS-label and
 file-name safe (``[a-z0-9-]``, at most 63 characters each). When turning the source into a slug loses information
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import posixpath
 import re
 
@@ -88,7 +89,16 @@ def normalize_spec(spec: dict | str) -> dict:
         path = posixpath.normpath(path)
         if path == "/":
             raise SpecError("local model 'path' must not be the root directory")
-        return {"source": LOCAL, "path": path}
+        out = {"source": LOCAL, "path": path}
+        mount = spec.get("mount")
+        if mount is not None:
+            if not isinstance(mount, str) or not mount.startswith("/"):
+                raise SpecError("local model 'mount' must be an absolute path (the node-mounted file system)")
+            mount = posixpath.normpath(mount)
+            if mount == "/" or (path != mount and not path.startswith(mount + "/")):
+                raise SpecError(f"local model 'path' {path} must be inside its 'mount' {mount} (not the root)")
+            out["mount"] = mount
+        return out
     raise SpecError(f"model spec 'source' must be one of {list(SOURCES)}, got {source!r}")
 
 
@@ -127,11 +137,6 @@ def model_relative_dir(spec: dict | str) -> str:
 
 
 def required_modules(spec: dict | str) -> list[str]:
-    """Python modules the agent needs to download this spec (none for a local directory): ``botocore`` for S3 (and
-    ``boto3`` when ``NVME_AGENT_S3_TRANSFER=s3transfer`` selects boto3's transfer manager), ``huggingface_hub`` for
-    the Hub."""
-    source = normalize_spec(spec)["source"]
-    if source == S3:
-        classic = (os.environ.get("NVME_AGENT_S3_TRANSFER") or "").lower() == "s3transfer"
-        return ["botocore", "boto3"] if classic else ["botocore"]
-    return {HUGGINGFACE: ["huggingface_hub"], LOCAL: []}[source]
+    """Python modules the agent needs to download this spec (none for a local directory): ``botocore`` for S3,
+    ``huggingface_hub`` for the Hub."""
+    return {S3: ["botocore"], HUGGINGFACE: ["huggingface_hub"], LOCAL: []}[normalize_spec(spec)["source"]]

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import ast
+import base64
 import copy
+import hashlib
 import json
+import zlib
 
 import cdk8s
 import yaml
 
 from hyperpod_inference.charts.endpoint import SecretRef
-from hyperpod_inference.charts.nvme_cache import AGENT_CODE_CONFIGMAP, NvmeAgentCode, NvmeCache, NvmeCachePlan
+from hyperpod_inference.charts.nvme_cache import (
+    AGENT_BUNDLE,
+    AGENT_CODE_CONFIGMAP,
+    BOOTSTRAP,
+    NvmeAgentCode,
+    NvmeCache,
+    NvmeCachePlan,
+    agent_bundle,
+    agent_code_configmap_name,
+    agent_code_hash,
+    shipped_source_files,
+    strip_source,
+)
 from hyperpod_inference.config import parse_config
 from hyperpod_inference.nvme_agent import agent_source_files, model_relative_dir
 from tests.k8s_validation import k8s_errors
@@ -19,13 +35,15 @@ BASE = yaml.safe_load(DEFAULT_CONFIG.read_text())
 TOKEN = SecretRef("hf-token", "token")
 
 
-def plan_for(model=None, token=TOKEN, sa=None, **weight_cache):
+def plan_for(model=None, token=TOKEN, sa=None, namespace=None, **plan_kwargs):
     data = copy.deepcopy(BASE)
     ep = data["endpoints"][0]
     if model is not None:
         ep["model"] = model
-    ep["weightCache"].update(weight_cache)
-    return NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", token, sa)
+    if namespace is not None:
+        ep["namespace"] = namespace
+        data["namespaces"] = [namespace]
+    return NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", token, sa, **plan_kwargs)
 
 
 def synth(plan):
@@ -35,30 +53,101 @@ def synth(plan):
     return {o["kind"]: o for o in objs}
 
 
-def test_configmap_holds_exactly_the_agent_code_the_pods_run():
-    plan = plan_for()
+def code_chart(**kwargs):
+    chart = cdk8s.Chart(cdk8s.App(), "code", disable_resource_name_hashes=True)
+    NvmeAgentCode(chart, "Code", namespace="inference", **kwargs)
+    (code,) = chart.to_json()
+    return code
+
+
+def test_the_agent_code_configmap_is_immutable_named_by_its_hash_and_holds_the_stripped_agent():
+    # GIVEN the agent code ConfigMap of a namespace, named with a prefix
+    code = code_chart(name_prefix="my-stack-nvme-agent")
+
+    # THEN it is immutable, named <prefix>-<content hash>, and its one key is the zlib'd JSON of the shipped files
+    assert k8s_errors(code, "1.28") == []
+    assert code["immutable"] is True
+    assert code["metadata"]["name"] == f"my-stack-nvme-agent-{agent_code_hash()[:10]}"
+    bundle = base64.b64decode(code["binaryData"][AGENT_BUNDLE])
+    assert hashlib.sha256(bundle).hexdigest() == agent_code_hash()
+    assert json.loads(zlib.decompress(bundle)) == shipped_source_files()
+    assert set(shipped_source_files()) == set(agent_source_files())
+    # AND the default prefix keeps the previous name's stem
+    assert code_chart()["metadata"]["name"] == agent_code_configmap_name() == (
+        f"{AGENT_CODE_CONFIGMAP}-{agent_code_hash()[:10]}")
+
+
+def test_the_pods_run_the_agent_through_the_bootstrap_pinned_to_the_code_hash():
+    # GIVEN an endpoint's plan and its DaemonSet
+    plan = plan_for(code_configmap_prefix="my-stack-nvme-agent")
     objs = synth(plan)
     assert json.loads(objs["ConfigMap"]["data"]["models.json"]) == [plan.spec]
-    assert set(objs["ConfigMap"]["data"]) == {"models.json"}  # the code is shared per namespace
-    chart = cdk8s.Chart(cdk8s.App(), "code", disable_resource_name_hashes=True)
-    NvmeAgentCode(chart, "Code", namespace="inference")
-    (code,) = chart.to_json()
-    assert code["metadata"] == {"name": AGENT_CODE_CONFIGMAP, "namespace": "inference",
-                                "labels": {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk",
-                                           "app.kubernetes.io/name": "nvme-agent"}}
-    assert code["data"] == agent_source_files() and k8s_errors(code, "1.28") == []
-    code_volume = next(v for v in plan.volumes() if v["name"] == "nvme-agent-code")
-    assert code_volume["configMap"]["name"] == AGENT_CODE_CONFIGMAP
-    assert [i["key"] for i in code_volume["configMap"]["items"]] == sorted(agent_source_files())
+    warm = objs["DaemonSet"]["spec"]["template"]["spec"]
     init = plan.init_containers()[0]
-    assert init["command"][:4] == ["python3", "-m", "nvme_agent", "ensure"]
-    assert {"name": "nvme-agent-code", "mountPath": "/opt/nvme-agent/nvme_agent", "readOnly": True} in init["volumeMounts"]
-    assert {"name": "PYTHONPATH", "value": "/opt/nvme-agent"} in init["env"]
-    # AND the agent runs with its process settings (glibc's heap, advised for huge pages), in the DaemonSet too
-    warm = objs["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
-    for container in (init, warm):
-        assert {"name": "PYTHONMALLOC", "value": "malloc"} in container["env"]
-        assert {"name": "GLIBC_TUNABLES", "value": "glibc.malloc.hugetlb=1"} in container["env"]
+
+    # THEN the init container, the warm container and its readiness probe all run the bootstrap with the code hash
+    bundle_path = f"/opt/nvme-agent/{AGENT_BUNDLE}"
+    for command, verb in ((init["command"], "ensure"), (warm["containers"][0]["command"], "warm"),
+                          (warm["containers"][0]["readinessProbe"]["exec"]["command"], "check")):
+        assert command[:6] == ["python3", "-c", BOOTSTRAP, agent_code_hash(), bundle_path, verb]
+    # AND the code volume is the hash-named ConfigMap, mounted read-only where the bootstrap reads it
+    for volumes in (plan.volumes(), warm["volumes"]):
+        code_volume = next(v for v in volumes if v["name"] == "nvme-agent-code")
+        assert code_volume["configMap"] == {"name": agent_code_configmap_name("my-stack-nvme-agent"),
+                                            "items": [{"key": AGENT_BUNDLE, "path": AGENT_BUNDLE}]}
+    for mounts in (init["volumeMounts"], warm["containers"][0]["volumeMounts"]):
+        assert {"name": "nvme-agent-code", "mountPath": "/opt/nvme-agent", "readOnly": True} in mounts
+    # AND the agent leaves the runtime image's allocator settings alone
+    for container in (init, warm["containers"][0]):
+        assert not {"PYTHONMALLOC", "GLIBC_TUNABLES", "PYTHONPATH"} & {e["name"] for e in container["env"]}
+    # AND the bootstrap is short
+    assert len(BOOTSTRAP) < 1200
+
+
+def test_each_namespace_gets_its_own_cache_root_unless_shared():
+    # GIVEN the same model served in two namespaces
+    plans = [plan_for(namespace=ns) for ns in ("team-a", "team-b")]
+
+    # THEN each namespace's pods mount only <hostPath>/<namespace> (cache root and model directory)
+    for plan, ns in zip(plans, ("team-a", "team-b"), strict=True):
+        root = next(v for v in plan.volumes() if v["name"] == "nvme-cache-root")["hostPath"]["path"]
+        model = next(v for v in plan.volumes() if v["name"] == "nvme-model")["hostPath"]["path"]
+        assert root == f"/opt/dlami/nvme/{ns}"
+        assert model == f"/opt/dlami/nvme/{ns}/{model_relative_dir(plan.spec)}"
+        ds_root = next(v for v in synth(plan)["DaemonSet"]["spec"]["template"]["spec"]["volumes"]
+                       if v["name"] == "nvme-cache-root")
+        assert ds_root["hostPath"]["path"] == root
+    # AND share_across_namespaces puts them in one root again
+    shared = plan_for(namespace="team-a", share_across_namespaces=True)
+    assert next(v for v in shared.volumes() if v["name"] == "nvme-cache-root")["hostPath"]["path"] == "/opt/dlami/nvme"
+
+
+def test_the_shipped_code_is_at_most_half_the_previous_template_cost():
+    # GIVEN the bytes the agent adds to a namespace's template: the base64 of its bundle
+    shipped = len(base64.b64encode(agent_bundle()))
+    full = sum(len(t.encode()) for t in agent_source_files().values())
+
+    # THEN it is at most half of the 99,467 bytes the full source took, and stripping kept every file compilable
+    print(f"agent ConfigMap payload: {shipped} bytes (full source {full} bytes)")
+    assert shipped <= 99_467 // 2
+    for name, text in shipped_source_files().items():
+        tree = ast.parse(text, name)
+        assert ast.get_docstring(tree) is None and "#" not in text.split("\n", 1)[0], name
+
+
+def test_strip_source_drops_docstrings_comments_and_blank_lines_but_keeps_strings():
+    # GIVEN code with a module, class and function docstring, comments, blank lines and a multi-line string
+    text = '"""Module."""\nimport os  # why\n\n\nclass A:\n    """Doc."""\n\n    def f(self):\n        """Only a doc."""\n' \
+        '\nX = """a\n\nb"""  # keep the blank line inside\n'
+
+    # WHEN it is stripped
+    out = strip_source(text)
+
+    # THEN only code is left, the function body is a pass, and the string keeps its blank line
+    assert out == 'import os\nclass A:\n    def f(self):\n        pass\nX = """a\n\nb"""\n'
+    namespace = {}
+    exec(out, namespace)
+    assert namespace["X"] == "a\n\nb"
 
 
 def test_daemonset_runs_on_the_endpoint_instance_type_and_is_ready_only_when_warm():
@@ -70,8 +159,8 @@ def test_daemonset_runs_on_the_endpoint_instance_type_and_is_ready_only_when_war
     assert terms == [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
                                             "values": ["ml.g5.8xlarge"]}]}]
     container = pod["containers"][0]
-    assert container["command"][3] == "warm"
-    assert container["readinessProbe"]["exec"]["command"][3] == "check"
+    assert container["command"][5] == "warm"
+    assert container["readinessProbe"]["exec"]["command"][5] == "check"
     assert container["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"},
                                       "limits": {"cpu": "2", "memory": "1Gi"}}
     assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}}
@@ -97,7 +186,7 @@ def test_config_hash_changes_with_the_model_so_the_daemonset_rolls():
 def test_worker_volume_is_the_models_directory_and_token_reaches_agents_only():
     plan = plan_for()
     model_volume = next(v for v in plan.volumes() if v["name"] == "nvme-model")
-    assert model_volume["hostPath"] == {"path": "/opt/dlami/nvme/" + model_relative_dir(plan.spec),
+    assert model_volume["hostPath"] == {"path": "/opt/dlami/nvme/inference/" + model_relative_dir(plan.spec),
                                         "type": "DirectoryOrCreate"}
     pod = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -113,3 +202,31 @@ def test_s3_model_runs_the_daemonset_with_the_model_reader_service_account():
     assert pod["automountServiceAccountToken"] is False  # IRSA projects its own token; the agent needs no API access
     assert "HF_TOKEN" not in json.dumps(pod)
     assert plan.spec == {"source": "s3", "bucket": "my-models", "prefix": "qwen/", "region": "us-west-2"}
+
+
+def test_the_init_container_leases_the_model_under_the_pods_name():
+    # GIVEN an endpoint's plan (no sidecar by default)
+    plan = plan_for()
+    (init,) = plan.init_containers()
+
+    # THEN ensure takes a lease named after the pod (its host name)
+    assert init["command"][init["command"].index("--lease-holder") + 1] == "@hostname"
+
+
+def test_the_lease_sidecar_is_a_native_sidecar_refreshing_the_pods_lease():
+    # GIVEN a plan with the lease sidecar
+    plan = plan_for(lease_sidecar=True)
+    fill, lease = plan.init_containers()
+
+    # THEN after the fill container comes a native sidecar (restartPolicy: Always) running `lease` for the pod
+    assert fill["name"] == "nvme-cache-fill"
+    assert lease["restartPolicy"] == "Always"
+    assert lease["command"][5] == "lease"
+    assert lease["command"][lease["command"].index("--holder") + 1] == "@hostname"
+    assert lease["command"][lease["command"].index("--model") + 1] == json.dumps(plan.spec, sort_keys=True)
+    # AND a pod with these init containers and volumes is valid on Kubernetes 1.29 (native sidecars' floor)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "inference"},
+           "spec": {"containers": [{"name": "model", "image": "img"}], "initContainers": [fill, lease],
+                    "volumes": list(plan.volumes())}}
+    assert k8s_errors(pod, "1.29") == []
+

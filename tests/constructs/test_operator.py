@@ -201,14 +201,15 @@ def test_tls_bucket_is_created_named_retained_tls_only_private_encrypted_version
     stack = new_stack()
     tls = TlsBucket(stack, "Tls")
     template = Template.from_stack(stack)
-    # THEN hyperpod-tls-<account>-<region> is created with the secure defaults and retained
+    # THEN hyperpod-tls-<stack>-<account>-<region> is created with the secure defaults and retained
+    name = f"hyperpod-tls-{stack.stack_name.lower()}-{ACCOUNT}-{REGION}"
     assert (tls.bucket_name, tls.s3_uri, tls.managed_policy_covers, tls.created) == (
-        f"hyperpod-tls-{ACCOUNT}-{REGION}", f"s3://hyperpod-tls-{ACCOUNT}-{REGION}", True, True)
+        name, f"s3://{name}", True, True)
     template.has_resource("AWS::S3::Bucket", {
         "DeletionPolicy": "Retain",
         "UpdateReplacePolicy": "Retain",
         "Properties": {
-            "BucketName": f"hyperpod-tls-{ACCOUNT}-{REGION}",
+            "BucketName": name,
             "BucketEncryption": {"ServerSideEncryptionConfiguration": [
                 {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]},
             "PublicAccessBlockConfiguration": {"BlockPublicAcls": True, "BlockPublicPolicy": True,
@@ -425,7 +426,7 @@ def test_addon_configuration_values_are_json_with_exactly_the_documented_keys_an
     # THEN configurationValues parses as JSON whose role ARNs are the created roles' Arn attributes
     assert values == {
         "executionRoleArn": f"<GetAtt:{logical_id(role)}.Arn>",
-        "tlsCertificateS3Bucket": f"hyperpod-tls-{ACCOUNT}-{REGION}",
+        "tlsCertificateS3Bucket": tls.bucket_name,
         "hyperpodClusterArn": HYPERPOD_CLUSTER_ARN,
         "enableCustomServiceAccounts": True,
         "jumpstartGatedModelDownloadRoleArn": f"<GetAtt:{logical_id(deps.jumpstart_gated_role)}.Arn>",

@@ -59,7 +59,6 @@ def test_existing_names_are_produced_exactly_as_before(stack_name, account, regi
     assert naming.capture_bucket_name(base, account, region) == f"{base}-capture-{account}-{region}"
     assert naming.capture_log_bucket_name(base, account, region) == f"{base}-capture-logs-{account}-{region}"
     assert naming.capture_key_alias(base) == f"alias/{base}-data-capture"
-    assert naming.tls_bucket_name(account, region) == f"hyperpod-tls-{account}-{region}"
 
 
 @pytest.mark.parametrize("stack_name", STACK_NAMES)
@@ -101,3 +100,16 @@ def test_a_user_prefix_that_cannot_make_the_capture_names_is_refused():
     assert "single '-'" in naming.capture_name_prefix_problem("team--a", "111122223333", "us-west-2")
     assert "reserves" in naming.capture_name_prefix_problem("sthree-x", "111122223333", "us-west-2")
     assert "at most 27" in naming.capture_name_prefix_problem("a" * 30, "111122223333", "us-west-2")
+
+
+@pytest.mark.parametrize("stack_name", STACK_NAMES)
+def test_tls_bucket_names_carry_the_stack_and_fit(stack_name):
+    # GIVEN two stacks in one account and Region WHEN each names its TLS bucket THEN the names differ, stay under the
+    # managed policy's hyperpod-tls* statements and fit S3's 63 characters
+    account, region = "111122223333", "ap-southeast-1"
+    name = naming.tls_bucket_name(stack_name, account, region)
+    other = naming.tls_bucket_name(stack_name + "-b", account, region)
+    assert name != other and name.startswith("hyperpod-tls-") and other.startswith("hyperpod-tls-")
+    assert len(name) <= 63 and naming.S3_BUCKET.problem(name) is None
+    assert naming.tls_bucket_name("HyperPodInference", account, region) == (
+        f"hyperpod-tls-hyperpodinference-{account}-{region}")

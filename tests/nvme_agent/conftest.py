@@ -105,7 +105,6 @@ def agent_cmd(*args) -> list[str]:
 
 def agent_env(extra: dict | None = None, pythonpath: str = AGENT_PARENT) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HF_", "NVME_AGENT_"))}
-    env.update(nvme_agent.PROCESS_ENV)  # as the chart runs it
     env.update(extra or {})
     env["PYTHONPATH"] = pythonpath
     return env

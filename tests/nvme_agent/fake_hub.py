@@ -35,6 +35,9 @@ class FakeHub:
         self.requests = collections.Counter()  # (method, path) -> count
         self.throttle: dict[str, float] = {}  # file path -> seconds to sleep per 64 KiB chunk
         self.corrupt: set[str] = set()  # file paths served with a flipped byte
+        self.stall_after: dict[str, int] = {}  # file path -> bytes sent before the GET stops until `release`
+        self.stalled = threading.Event()
+        self.release = threading.Event()
         self.lock = threading.Lock()
         hub = self
 
@@ -66,6 +69,7 @@ class FakeHub:
                    if m == method and p.startswith(f"/{repo_id}/resolve/") and p.endswith("/" + filename))
 
     def close(self):
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -128,6 +132,14 @@ class FakeHub:
             delay = self.throttle.get(name, 0.0)
             step = 64 * 1024
             try:
+                cut = self.stall_after.get(name)
+                if cut is not None and not self.release.is_set():
+                    h.wfile.write(data[:cut])
+                    h.wfile.flush()
+                    self.stalled.set()
+                    self.release.wait(30)  # bounded: a test that forgets to release still ends
+                    h.wfile.write(data[cut:])
+                    return None
                 for i in range(0, len(data), step):
                     h.wfile.write(data[i:i + step])
                     if delay:

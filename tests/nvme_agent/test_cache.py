@@ -61,7 +61,7 @@ def test_expired_lease_does_not_protect_and_locked_model_is_skipped(s3, bucket, 
 
     # WHEN a new model needs space while the busy model's lock is held
     with cache.model_lock(root, model_relative_dir(s3_spec(bucket, "busy/")), exclusive=False):
-        cache.ensure(root, s3_spec(bucket, "target/"), cache.Options(lease_ttl=600))
+        cache.ensure(root, s3_spec(bucket, "target/"), cache.AgentConfig(lease_ttl=600))
 
     # THEN the locked model survives (although older) and the stale-leased one is evicted
     assert cache.is_complete(busy)
@@ -100,18 +100,17 @@ def test_warm_writes_readiness_only_when_all_complete_and_check_follows(s3, buck
     assert result.returncode == 1
     assert not ready[0].exists()
 
-    # WHEN the Hub is back, the next cycle repairs the model, fetching only the missing file
+    # WHEN the Hub is back, the next cycle repairs the model into a fresh directory (a published directory that
+    # fails its structural check is never resumed)
     result = run_agent("warm", "--cache-root", root, "--models-file", models, "--once", env=env)
     assert result.returncode == 0, result.stderr
     assert ready[0].exists()
     assert hub.count("GET", repo.repo_id, "config.json") == 2
-    assert hub.count("GET", repo.repo_id, "model.safetensors") == 1
+    assert hub.count("GET", repo.repo_id, "model.safetensors") == 2
 
 
 @pytest.mark.parametrize("source,module,env", [
     ("s3", "botocore", {}),
-    # boto3 is needed only by boto3's transfer manager (the streaming downloader uses botocore's client)
-    ("s3", "boto3", {"NVME_AGENT_S3_TRANSFER": "s3transfer"}),
     ("huggingface", "huggingface_hub", {}),
 ])
 def test_missing_module_exits_3_naming_it(tmp_path, source, module, env):
@@ -187,9 +186,9 @@ def test_agent_source_files_is_a_self_contained_flat_package():
     assert set(files) == {n for n in os.listdir(here) if n.endswith(".py")}
     assert not [n for n in os.listdir(here) if n != "__pycache__" and not n.endswith(".py")]
     assert all(re.fullmatch(r"[-._a-zA-Z0-9]+", k) for k in files)
-    # AND they import only the stdlib, boto3/botocore/s3transfer, huggingface_hub, awscrt and isal (optional:
+    # AND they import only the stdlib, botocore, huggingface_hub, awscrt and isal (optional:
     # imported in a try / except ImportError), and each other (relatively)
-    allowed_third_party = {"boto3", "botocore", "s3transfer", "huggingface_hub", "awscrt", "isal"}
+    allowed_third_party = {"botocore", "huggingface_hub", "awscrt", "isal"}
     import sys
     for name, source in files.items():
         for node in ast.walk(ast.parse(source)):
@@ -217,3 +216,35 @@ def test_lease_command_protects_and_release_unprotects(s3, bucket, tmp_path, aws
     # WHEN it releases the lease THEN no lease is active any more
     assert run_agent(*lease, "--release", env=aws_env).returncode == 0
     assert cache.active_leases(final, ttl=600) == []
+
+
+def test_a_cache_root_on_the_device_of_kubelets_files_is_warned(tmp_path, monkeypatch):
+    # GIVEN a cache root and a reference file on the same device, and one on another device (/proc)
+    (tmp_path / "hostname").write_text("node-1\n")
+
+    # WHEN / THEN only the first is reported as on kubelet's (root) disk
+    assert cache.on_kubelet_disk(str(tmp_path), str(tmp_path / "hostname")) is True
+    assert cache.on_kubelet_disk(str(tmp_path), "/proc/self/status") is False
+    assert cache.on_kubelet_disk(str(tmp_path / "missing"), str(tmp_path / "hostname")) is False
+
+    # AND the agent warns about it when it runs ensure there (and not when the reference is elsewhere)
+    monkeypatch.setattr(cache, "KUBELET_FILE", "/proc/self/status")
+    assert cache.on_kubelet_disk(str(tmp_path)) is False
+    monkeypatch.setattr(cache, "KUBELET_FILE", str(tmp_path / "hostname"))
+    src = tmp_path / "fsx" / "m"
+    src.mkdir(parents=True)
+    (src / "config.json").write_text("{}")
+    import logging
+
+    from hyperpod_inference.nvme_agent import cli
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("nvme_agent").addHandler(handler)
+    try:
+        code = cli.main(["ensure", "--cache-root", str(tmp_path / "nvme"), "--model",
+                         json.dumps({"source": "local", "path": str(src)})])
+    finally:
+        logging.getLogger("nvme_agent").removeHandler(handler)
+    assert code == 0
+    assert any("same device as kubelet's pod data" in r.getMessage() for r in records)

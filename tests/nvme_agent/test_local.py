@@ -171,3 +171,44 @@ def test_warm_turns_garbage_collection_back_on_for_its_loop(tmp_path):
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+def test_warm_re_hashes_a_complete_models_content_at_start_and_fetches_a_corrupt_one_again(tmp_path):
+    # GIVEN a complete model whose weights were overwritten in place with same-size garbage (its structure, which a
+    # hit checks, is intact)
+    src = tmp_path / "fsx" / "m"
+    files = make_tree(src)
+    root = tmp_path / "nvme"
+    final = cache.ensure(str(root), spec_of(src))
+    path = os.path.join(final, "model-00001.safetensors")
+    with open(path, "r+b") as fh:
+        fh.write(b"\0" * 64)
+    assert cache.is_complete(final)
+    models = tmp_path / "models.json"
+    models.write_text(json.dumps([spec_of(src)]))
+
+    # WHEN the warm DaemonSet starts (one cycle)
+    result = run_agent("warm", "--cache-root", root, "--models-file", models, "--once")
+
+    # THEN it re-hashed the content, found the garbage, and fetched the model again
+    assert result.returncode == 0, result.stderr
+    assert "content check failed (model-00001.safetensors)" in result.stderr
+    assert open(path, "rb").read() == files["model-00001.safetensors"]
+
+
+def test_not_enough_space_names_this_roots_usage_and_the_rest_of_the_disk(tmp_path):
+    # GIVEN a 1,000-byte model, and a disk of 10,000 bytes of which other roots use 9,500 besides this root's files
+    src = tmp_path / "fsx" / "m"
+    src.mkdir(parents=True)
+    (src / "w.bin").write_bytes(os.urandom(1000))
+    root = str(tmp_path / "nvme")
+
+    def usage(path):
+        ours = cache._tree_bytes(path)
+        return 10_000 - 9_500 - ours, 10_000
+
+    cache.disk_usage_hook = usage
+
+    # WHEN the agent ensures the model THEN it fails naming both usages
+    with pytest.raises(cache.InsufficientSpace, match=r"this cache root 0 bytes, the rest of the disk .* 9500 bytes"):
+        cache.ensure(root, spec_of(src))

@@ -6,7 +6,6 @@ import base64
 import collections
 import json
 import os
-import subprocess
 import sys
 import threading
 import urllib.parse
@@ -88,9 +87,7 @@ def s3_gets(monkeypatch):
     return counts
 
 
-@pytest.mark.parametrize("transfer", ["stream", "s3transfer"])
-def test_cold_download_replaces_empty_dir_and_records_checksums(s3, bucket, tmp_path, transfer):
-    # (both downloaders: the default streaming one and boto3's classic transfer manager)
+def test_cold_download_replaces_empty_dir_and_records_checksums(s3, bucket, tmp_path):
     # GIVEN a model in S3: a single-part object, one with an additional SHA256 checksum, and a multipart object
     files = put_model(s3, bucket)
     s3.put_object(Bucket=bucket, Key="qwen/generation_config.json", Body=b"{}", ChecksumAlgorithm="SHA256")
@@ -106,8 +103,7 @@ def test_cold_download_replaces_empty_dir_and_records_checksums(s3, bucket, tmp_
     final.mkdir(parents=True)
 
     # WHEN the agent ensures the model
-    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec),
-                       env=dict(os.environ, NVME_AGENT_S3_TRANSFER=transfer))
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec), env=os.environ.copy())
 
     # THEN it prints the model dir, every file is there byte for byte, and the model is marked complete
     assert result.returncode == 0, result.stderr
@@ -173,7 +169,8 @@ def test_leftover_partial_is_resumed_and_bad_files_refetched(s3, bucket, tmp_pat
     assert sorted(os.listdir(final)) == sorted([*files, "manifest.json", ".complete", ".last-used"])
 
 
-def test_verify_detects_corruption_and_next_ensure_refetches_only_that_file(s3, bucket, tmp_path, s3_gets):
+def test_verify_detects_corruption_and_next_ensure_fetches_the_model_into_a_fresh_directory(s3, bucket, tmp_path,
+                                                                                           s3_gets):
     # GIVEN a complete model whose weights file got corrupted on disk
     files = put_model(s3, bucket)
     root = tmp_path / "nvme"
@@ -194,9 +191,10 @@ def test_verify_detects_corruption_and_next_ensure_refetches_only_that_file(s3, 
     assert result.returncode == 5, result.stderr
     assert json.loads(result.stdout) == {"state": "corrupt", "corrupt": ["model-00001.safetensors"]}
     assert not cache.is_complete(final)
-    # AND the next ensure fetches only the corrupt file and the model is whole again
+    # AND the next ensure fetches the model again (a published directory without a valid completion record is never
+    # resumed: the model server may have written into it) and the model is whole again
     cache.ensure(str(root), spec)
-    assert dict(s3_gets) == {"model-00001.safetensors": 1}
+    assert dict(s3_gets) == {name: 1 for name in files}
     assert open(path, "rb").read() == files["model-00001.safetensors"]
     assert cache.verify(str(root), spec) == ("ok", [])
 
@@ -229,7 +227,7 @@ def test_watermark_percent_counts_against_free_space(s3, bucket, tmp_path):
     # WHEN ensuring with --min-free-percent 50 semantics
     # THEN the agent refuses (203 kB needed, 200 kB must stay free of 300 kB available)
     with pytest.raises(cache.InsufficientSpace, match="watermark of 200000 bytes"):
-        cache.ensure(str(root), spec_of(bucket), cache.Options(min_free_percent=50))
+        cache.ensure(str(root), spec_of(bucket), cache.AgentConfig(min_free_percent=50))
     assert not list(root.rglob(".complete"))
 
 
@@ -268,7 +266,7 @@ def test_each_file_is_looked_up_right_before_its_gets_and_files_go_in_order(s3, 
     files = put_model(s3, bucket)
 
     # WHEN one transfer thread downloads it
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.Options(concurrency=1))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.AgentConfig(concurrency=1))
 
     # THEN one listing, then per file in path order its HEAD and then its GET: a file's bytes are on their way
     # before the next file is looked up (no HEAD-everything phase before the first GET)
@@ -288,7 +286,7 @@ def test_a_multipart_objects_part_size_comes_with_its_first_part(s3, bucket, tmp
     data = upload_3_parts(s3, bucket, "qwen/w.safetensors", tmp_path)
 
     # WHEN one transfer thread downloads it
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.Options(concurrency=1))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.AgentConfig(concurrency=1))
 
     # THEN the part size comes from GETting part 1, whose bytes are the file's first range: no HEAD for the part size
     # and one GET per part in all; where the answer is not part 1's range, that GET is dropped for a HEAD of part 1
@@ -350,24 +348,6 @@ def test_an_object_replaced_after_the_listing_fails_naming_it(s3, bucket, tmp_pa
     assert open(os.path.join(final, "tokenizer.json"), "rb").read() == b"a newer tokenizer"
 
 
-def test_transfer_threads_are_all_started_before_the_first_request():
-    # GIVEN transfer settings for 5 parallel requests
-    import threading
-
-    settings = s3_source.TransferSettings(max_concurrency=5)
-    before = {t.ident for t in threading.enumerate()}
-
-    # WHEN the run's pool is made
-    pool = settings.pool()
-
-    # THEN its 5 threads are already running (no thread start waits for the GIL once requests are in flight), and
-    # the run has one pool
-    started = [t for t in threading.enumerate() if t.ident not in before and t.name.startswith("nvme-agent-s3")]
-    assert len(started) == 5
-    assert settings.pool() is pool
-    pool.shutdown()
-
-
 def test_schedule_hands_out_ranges_of_prepared_files_before_preparing_more():
     # GIVEN a schedule of three files
     import threading
@@ -416,31 +396,6 @@ def test_stopped_schedule_hands_out_nothing_and_wakes_waiting_threads():
     assert got == [None]
     schedule.prepared("file-a", [1, 2])
     assert schedule.next() is None
-
-
-def test_botocore_is_imported_without_awscrt_and_the_agent_can_still_use_awscrt(tmp_path):
-    # GIVEN a Python where awscrt is installed (a dev dependency) and nothing is imported yet
-    code = """
-import json, sys
-from nvme_agent import checksums, cli, s3_source
-cli.check_modules([{"source": "s3", "bucket": "b-models", "prefix": "x/"}])  # as `ensure` does before downloading
-s3_source._client({"region": "us-east-1"}, s3_source.TransferSettings())
-import botocore.compat
-print(json.dumps({"botocore_crt": botocore.compat.HAS_CRT, "agent_crt": checksums.crt_checksums() is not None}))
-"""
-    from .conftest import agent_env
-
-    def run(extra):
-        result = subprocess.run([sys.executable, "-c", code], env=agent_env(dict(extra, AWS_DEFAULT_REGION="us-east-1")),
-                                capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)
-
-    # WHEN the agent makes its S3 client THEN botocore runs as without awscrt (no CRT signer, no native library
-    # loaded at start), and the agent's own CRC-64/NVME and CRC-32C still get awscrt
-    assert run({}) == {"botocore_crt": False, "agent_crt": True}
-    # AND NVME_AGENT_BOTOCORE_CRT=1 leaves botocore as it is
-    assert run({"NVME_AGENT_BOTOCORE_CRT": "1"}) == {"botocore_crt": True, "agent_crt": True}
 
 
 def test_a_transfer_threads_read_buffer_grows_to_the_largest_range_it_has_read():
@@ -511,8 +466,7 @@ def test_reads_stay_within_the_read_size_in_a_larger_buffer_kept_from_before(s3,
     sizes = []
     response_reads.intercept(lambda data, length: sizes.append(len(data)) or data)
     # WHEN the agent downloads with 64 KiB reads
-    monkeypatch.setenv("NVME_AGENT_S3_READ_SIZE", "65536")
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.AgentConfig(read_size=65536))
     # THEN no read is larger than 64 KiB, and the files are whole
     assert kept and max(sizes) == 65536
     for name, data in files.items():
@@ -629,7 +583,7 @@ def test_a_filesystem_that_refuses_direct_io_gets_everything_through_the_page_ca
         file_writes.refuse_direct_open()
     else:
         file_writes.fail_direct(errno.EINVAL)
-    monkeypatch.setenv("NVME_AGENT_S3_MAX_CONCURRENCY", "1")
+    monkeypatch.setenv("NVME_AGENT_CONCURRENCY", "1")
 
     # WHEN the agent downloads
     with caplog.at_level("INFO", logger="nvme_agent"):
@@ -657,71 +611,6 @@ def test_a_direct_write_that_fails_otherwise_fails_the_download(s3, bucket, tmp_
     assert file_writes.failed
     assert not list((tmp_path / "nvme").rglob(".complete"))
     assert not list((tmp_path / "nvme").rglob("*.download"))
-
-
-def test_the_agents_client_leaves_timestamps_as_sent(s3, bucket):
-    # GIVEN an object (boto3's own client parses its LastModified into a datetime)
-    put_model(s3, bucket, files={"config.json": b"{}"})
-    assert not isinstance(s3.head_object(Bucket=bucket, Key="qwen/config.json")["LastModified"], str)
-    # WHEN the agent's client reads it THEN timestamps stay the strings S3 sent (the agent uses none of them)
-    client = s3_source._client({"region": "us-east-1"}, s3_source.TransferSettings())
-    head = client.head_object(Bucket=bucket, Key="qwen/config.json")
-    listed = client.list_objects_v2(Bucket=bucket, Prefix="qwen/")["Contents"][0]
-    assert isinstance(head["LastModified"], str) and head["LastModified"].endswith("GMT")
-    assert isinstance(listed["LastModified"], str)
-    # AND everything the agent does use is parsed as before
-    assert head["ContentLength"] == 2 and listed["Size"] == 2 and listed["ETag"] == head["ETag"]
-
-
-def test_the_s3_data_loader_loads_what_botocore_loads_as_plain_dicts():
-    from botocore.loaders import Loader
-
-    # GIVEN botocore's own loader and the agent's, on the same search path
-    theirs, ours = Loader(), s3_source.s3_data_loader()
-    # WHEN each loads the S3 model, its endpoint rules and the endpoints (botocore ships the first two gzipped)
-    for load in (lambda loader: loader.load_service_model("s3", "service-2"),
-                 lambda loader: loader.load_service_model("s3", "endpoint-rule-set-1"),
-                 lambda loader: loader.load_data("endpoints")):
-        expected, got = load(theirs), load(ours)
-        # THEN the data is the same, in the same order, built from plain dicts
-        assert got == expected
-        assert json.dumps(got) == json.dumps(expected)
-        assert type(got) is dict and type(got[next(iter(got))]) is not collections.OrderedDict
-
-
-def test_the_s3_data_loader_looks_up_s3_only(monkeypatch):
-    from botocore.exceptions import UnknownServiceError
-
-    loader = s3_source.s3_data_loader()
-    listed = []
-    real_listdir = os.listdir
-    monkeypatch.setattr(os, "listdir", lambda path: listed.append(os.fspath(path)) or real_listdir(path))
-    # WHEN the S3 model is loaded THEN no other service's directory is listed (botocore's loader lists all ~450)
-    assert "GetObject" in loader.load_service_model("s3", "service-2")["operations"]
-    assert listed and all(os.path.basename(path) == "s3" for path in listed)
-    # AND any other service is unknown to it
-    with pytest.raises(UnknownServiceError):
-        loader.load_service_model("ec2", "service-2")
-
-
-def test_the_s3_data_loader_honours_aws_data_path(tmp_path, monkeypatch):
-    from botocore.loaders import Loader
-
-    # GIVEN a data path (AWS_DATA_PATH) with its own S3 model, uncompressed (botocore's is gzipped)
-    model = Loader().load_service_model("s3", "service-2")
-    model["metadata"]["serviceFullName"] = "S3 from the data path"
-    version_dir = tmp_path / "models" / "s3" / model["metadata"]["apiVersion"]
-    version_dir.mkdir(parents=True)
-    (version_dir / "service-2.json").write_text(json.dumps(model))
-    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path / "models"))
-    made = []
-    real_loader = s3_source.s3_data_loader
-    monkeypatch.setattr(s3_source, "s3_data_loader", lambda data_path=None: made.append(data_path) or
-                        real_loader(data_path))
-    # WHEN the agent makes its client THEN its loader searches that path first, as botocore's does
-    client = s3_source._client({"region": "us-east-1"}, s3_source.TransferSettings())
-    assert made == [str(tmp_path / "models")]
-    assert client.meta.service_model.metadata["serviceFullName"] == "S3 from the data path"
 
 
 def upload_3_parts(client, bucket, key, tmp_path, extra_args: dict | None = None) -> bytes:
@@ -755,13 +644,10 @@ def no_read_back(monkeypatch):
 @pytest.fixture(params=["readinto", "read"])
 def response_reads(request, monkeypatch):
     """Intercepts what the agent receives from S3 responses, on either read path of the downloader: ``readinto``
-    (the default: ``http.client`` fills the agent's buffer) or ``read`` (the fallback through botocore's
-    StreamingBody, taken with ``NVME_AGENT_S3_READINTO=0`` or when the response has no ``http.client`` object under
-    it).
+    (the default where botocore's StreamingBody has it) or ``read`` (botocore without it, e.g. 1.34).
 
     ``response_reads.intercept(fn)``: ``fn(data, content_length)`` returns the bytes to deliver instead, or None to
     break the connection there (the exception the real transport raises on that path)."""
-    import http.client
 
     import botocore.exceptions
     import botocore.response
@@ -775,21 +661,21 @@ def response_reads(request, monkeypatch):
 
     interceptor = Interceptor()
     if request.param == "readinto":
-        original = http.client.HTTPResponse.readinto
+        original = botocore.response.StreamingBody.readinto
 
         def readinto(self, buffer):
             n = original(self, buffer)
             if interceptor.fn is None or not n:
                 return n
-            data = interceptor.fn(bytes(buffer[:n]), int(self.getheader("content-length") or 0))
+            data = interceptor.fn(bytes(buffer[:n]), int(self._content_length or 0))
             if data is None:
-                raise ConnectionResetError(104, "Connection reset by peer")
+                raise botocore.exceptions.ResponseStreamingError(error="connection reset by peer")
             buffer[:n] = data
             return n
 
-        monkeypatch.setattr(http.client.HTTPResponse, "readinto", readinto)
+        monkeypatch.setattr(botocore.response.StreamingBody, "readinto", readinto)
     else:
-        monkeypatch.setenv("NVME_AGENT_S3_READINTO", "0")
+        monkeypatch.setattr(s3_source, "_readinto_of", lambda body: None)
         original = botocore.response.StreamingBody.read
 
         def read(self, amt=None):
@@ -823,7 +709,7 @@ def test_streaming_download_verifies_in_flight_without_reading_files_back(s3, bu
     spec = spec_of(bucket, "mix/")
 
     # WHEN the agent downloads them while reading a file back for hashing would fail
-    final = cache.ensure(str(tmp_path / "nvme"), spec, cache.Options(chunk_size=4 * MiB))
+    final = cache.ensure(str(tmp_path / "nvme"), spec, cache.AgentConfig(chunk_size=4 * MiB))
 
     # THEN the model is complete and correct: every checksum was computed while streaming
     for name, data in files.items():
@@ -876,9 +762,7 @@ def test_broken_stream_is_resumed_by_fetching_the_range_again(s3, bucket, tmp_pa
     response_reads.intercept(break_second_read)
 
     # WHEN the agent downloads with small reads (so the break happens mid-file)
-    monkeypatch.setenv("NVME_AGENT_S3_READ_SIZE", "65536")
-    monkeypatch.setenv("NVME_AGENT_S3_MAX_CONCURRENCY", "1")
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.AgentConfig(read_size=65536, concurrency=1))
 
     # THEN the broken range was requested once more and every file is correct
     assert len(calls) > 2
@@ -941,11 +825,13 @@ def crc32_entry(data: bytes, checksum: bool = True) -> dict:
             "checksum": crc if checksum else {"algo": "size"}}
 
 
-def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_path, monkeypatch):
-    # GIVEN one object fetched in four ranged GETs, one at a time, from a server that keeps connections open
+@pytest.mark.parametrize("fast_read", [False, True])
+def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_path, monkeypatch, fast_read):
+    # GIVEN one object fetched in four ranged GETs, one at a time, from a server that keeps connections open (on the
+    # public read path, and on the opt-in fast one)
     endpoint, data, connections, _ = keep_alive_s3
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB)
+    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB, fast_read=fast_read)
     entry = crc32_entry(data)
     done = []
 
@@ -1083,7 +969,7 @@ def test_crc32_is_preferred_over_md5_and_verified_in_flight(s3_crc, s3, bucket, 
     files = put_crc_model(s3_crc, s3, bucket, tmp_path)
 
     # WHEN the agent downloads them while reading a file back for hashing would fail
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"), cache.Options(chunk_size=4 * MiB))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"), cache.AgentConfig(chunk_size=4 * MiB))
 
     # THEN every file is correct, and the manifest records CRC32 where S3 has one and MD5 where it does not
     for name, data in files.items():
@@ -1154,7 +1040,7 @@ def test_crc64nvme_and_crc32c_objects_are_verified_in_flight(s3_crc, bucket, tmp
     response_reads.intercept(flip_a_bit_once(flipped))
 
     # WHEN the agent downloads the model in 4 MiB ranges
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "n/"), cache.Options(chunk_size=4 * MiB))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "n/"), cache.AgentConfig(chunk_size=4 * MiB))
 
     # THEN each object was verified by its own CRC, computed while streaming (range CRCs combined for the big one),
     # the corrupted object alone was fetched again (4 ranges, twice), and every file is correct
@@ -1243,8 +1129,10 @@ def test_checksum_choice_for_crc32c_and_crc64nvme_with_and_without_awscrt(monkey
 
 @pytest.fixture
 def crc32_impl(request, monkeypatch):
-    """Selects the CRC-32 implementation (``isal``, a dev dependency, or zlib's) for the test's duration."""
-    monkeypatch.setenv("NVME_AGENT_CRC32", request.param)
+    """Selects the CRC-32 implementation (``isal``, a dev dependency, or zlib's when isal cannot be imported) for the
+    test's duration."""
+    if request.param == "zlib":
+        monkeypatch.setitem(sys.modules, "isal.isal_zlib", None)  # makes the import fail
     checksums.crc32_function.cache_clear()
     yield checksums.crc32_function()
     checksums.crc32_function.cache_clear()
@@ -1259,19 +1147,6 @@ def test_crc32_uses_isal_when_importable(crc32_impl, monkeypatch):
     monkeypatch.setitem(sys.modules, "isal.isal_zlib", None)  # makes the import fail
     checksums.crc32_function.cache_clear()
     assert checksums.crc32_function() is zlib.crc32
-
-
-@pytest.mark.parametrize("crc32_impl", ["zlib"], indirect=True)
-def test_crc32_is_zlibs_when_asked(crc32_impl):
-    assert crc32_impl is zlib.crc32
-
-
-def test_crc32_choice_other_than_auto_or_zlib_is_refused_naming_the_variable(monkeypatch):
-    monkeypatch.setenv("NVME_AGENT_CRC32", "fast")
-    checksums.crc32_function.cache_clear()
-    with pytest.raises(ValueError, match="NVME_AGENT_CRC32 must be auto or zlib, got 'fast'"):
-        checksums.crc32_function()
-    checksums.crc32_function.cache_clear()
 
 
 @pytest.mark.parametrize("algo,check,crc32_impl", [
@@ -1306,8 +1181,27 @@ def test_crc32c_without_awscrt_fails_naming_the_module(monkeypatch):
         checksums.StreamHasher("crc32c")
 
 
-@pytest.mark.parametrize("name", ["NVME_AGENT_S3_READ_SIZE", "NVME_AGENT_S3_WRITE_SIZE"])
-def test_io_sizes_below_a_page_are_refused_naming_the_variable(monkeypatch, name):
-    monkeypatch.setenv(name, "100")
-    with pytest.raises(ValueError, match=f"{name} must be at least 4096 bytes, got 100"):
-        s3_source.TransferSettings()
+@pytest.mark.parametrize("name", ["read_size", "write_size"])
+def test_io_sizes_below_a_page_are_refused_naming_the_setting(name):
+    with pytest.raises(ValueError, match=f"{name.replace('_', ' ')} must be at least 4096, got 100"):
+        cache.AgentConfig(**{name: 100})
+
+
+def test_objects_verified_by_size_only_get_a_recorded_crc32_that_verify_checks(s3, bucket, tmp_path, monkeypatch):
+    # GIVEN objects S3 gives no usable checksum for (e.g. SSE-KMS without additional checksums): size only
+    files = put_model(s3, bucket)
+    monkeypatch.setattr(s3_source, "_checksum_for", lambda *args, **kwargs: {"algo": "size"})
+    root = str(tmp_path / "nvme")
+    final = cache.ensure(root, spec_of(bucket))
+
+    # THEN the manifest records a CRC32 of the bytes written for each of them
+    recorded = {f["path"]: f["checksum"] for f in cache.read_manifest(final)["files"]}
+    for name, data in files.items():
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        assert recorded[name] == {"algo": "size", "recorded": {"algo": "crc32", "value": crc}}
+
+    # WHEN a file is overwritten with same-size garbage THEN verify (and so the warm DaemonSet's check) finds it
+    path = os.path.join(final, "model-00001.safetensors")
+    with open(path, "r+b") as fh:
+        fh.write(b"\0" * 16)
+    assert cache.verify(root, spec_of(bucket)) == ("corrupt", ["model-00001.safetensors"])

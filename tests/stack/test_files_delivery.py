@@ -79,7 +79,7 @@ def test_custom_resource_maps_the_config_table(synth):
     assert qwen["tlsConfig"]["customCertificateConfig"] == {
         "acmArn": "arn:aws:acm:us-west-2:111122223333:certificate/0a1b2c3d-0000-1111-2222-333344445555",
         "domainName": "chat.example.com"}
-    assert qwen["tlsConfig"]["tlsCertificateOutputS3Uri"] == "s3://hyperpod-tls-111122223333-us-west-2"
+    assert qwen["tlsConfig"]["tlsCertificateOutputS3Uri"] == "s3://hyperpod-tls-hyperpodinference-111122223333-us-west-2"
     assert qwen["dnsConfig"] == {"hostedZoneId": "Z0123456789ABCDEFGHIJ"}
     s3 = by_name(synth, "InferenceEndpointConfig", "llama-s3")["spec"]
     assert s3["modelSourceConfig"] == {"modelSourceType": "s3", "modelLocation": "llama-3-8b/",
@@ -231,7 +231,8 @@ def test_fsx_source_with_node_path_is_cached_from_the_node_mount(tmp_path):
     spec = by_name(s, "InferenceEndpointConfig", "fsx-nvme")["spec"]
     init = spec["kubernetes"]["initContainers"][0]
     # THEN the agent copies from /fsx/llama, mounting the node's FSx path read-only at the same path
-    assert json.loads(init["command"][init["command"].index("--model") + 1]) == {"path": "/fsx/llama", "source": "local"}
+    assert json.loads(init["command"][init["command"].index("--model") + 1]) == {
+        "path": "/fsx/llama", "mount": "/fsx", "source": "local"}
     assert {"name": "nvme-fsx-source", "mountPath": "/fsx", "readOnly": True} in init["volumeMounts"]
     assert {"name": "nvme-fsx-source", "hostPath": {"path": "/fsx", "type": "Directory"}} in spec["kubernetes"]["volumes"]
     daemonset = by_name(s, "DaemonSet", "fsx-nvme-nvme-warm")

@@ -3,6 +3,7 @@ verification, the token never written anywhere, size limits."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import cdk8s
 import pytest
 from aws_cdk.assertions import Template
 
+from hyperpod_inference.charts.nvme_cache import agent_bundle
 from hyperpod_inference.delivery import MAX_MANIFEST_BYTES, ManifestUnit
 from tests.k8s_validation import _strict, require_crds
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
@@ -222,4 +224,5 @@ def test_agent_code_is_applied_once_per_namespace_before_the_endpoints_that_use_
     support = logical_of(default, default.stack.manifest_resources["inference-qwen-chat-support"])
     assert code in closure(t, support)
     bodies = [json.dumps(r["Properties"]["Manifest"]) for r in default.resources(KUBE).values()]
-    assert sum("def agent_source_files" in b for b in bodies) == 1
+    bundle = base64.b64encode(agent_bundle()).decode()[:64]  # the shipped code itself, not a reference to its key
+    assert sum(bundle in b for b in bodies) == 1
