@@ -178,7 +178,8 @@ def test_outputs_match_deployed_resources(deployment: dict[str, Any]) -> None:
     assert set(outputs) == set(deployment["template"]["Outputs"])
     assert outputs["CaptureBucket"] == physical["DataCaptureBucketA9343715"] == \
         f"hyperpodinference-capture-{MOTO_ACCOUNT}-{MOTO_REGION}"
-    assert outputs["TlsBucketName"] == physical["TlsBucketEF8951C2"] == f"hyperpod-tls-{MOTO_ACCOUNT}-{MOTO_REGION}"
+    assert outputs["TlsBucketName"] == physical["TlsBucketEF8951C2"] == \
+        f"hyperpod-tls-hyperpodinference-{MOTO_ACCOUNT}-{MOTO_REGION}"
     execution = before["roles"]["ExecutionRole605A040B"]["role"]
     assert outputs["OperatorExecutionRoleArn"] == execution["Arn"]
     assert f"s3://{outputs['CaptureBucket']}/data-capture/<hash>/pod/" in outputs["CapturePrefixes"]

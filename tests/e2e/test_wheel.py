@@ -8,6 +8,7 @@ cache), then one in-process synth.
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import os
 import shutil
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from hyperpod_inference.charts.nvme_cache import AGENT_BUNDLE, agent_bundle
 
 pytestmark = pytest.mark.e2e
 
@@ -134,11 +137,11 @@ def test_a_user_app_in_a_fresh_venv_synthesizes_with_the_installed_package(insta
     handler = (PACKAGE / "lambda" / "verify_endpoint" / "index.py").read_text()
     assets = [p for p in out.glob("asset.*") if p.is_dir() and (p / "index.py").is_file()]
     assert any((p / "index.py").read_text() == handler for p in assets), [p.name for p in assets]
-    # AND the NVMe agent's ConfigMap carries the agent's source, file for file
+    # AND the NVMe agent's ConfigMap carries the agent's code as the repository builds it (from the installed files)
     config_maps = [doc for path in (out / "manifests").glob("*.yaml") for doc in yaml.safe_load_all(path.read_text())
-                   if doc and doc.get("kind") == "ConfigMap" and doc["metadata"]["name"].startswith("nvme-agent-code")]
-    assert config_maps, f"no nvme-agent-code ConfigMap in {manifests}"
-    assert config_maps[0]["data"] == _agent_files()
+                   if doc and doc.get("kind") == "ConfigMap" and AGENT_BUNDLE in (doc.get("binaryData") or {})]
+    assert config_maps, f"no NVMe agent code ConfigMap in {manifests}"
+    assert base64.b64decode(config_maps[0]["binaryData"][AGENT_BUNDLE]) == agent_bundle()
 
 
 def test_the_installed_console_script_validates_a_config(installed: Path, tmp_path: Path) -> None:
