@@ -11,6 +11,8 @@ construction count.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,7 @@ from .constructs.model_access import grant_model_read, grant_secret_read
 from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems
 from .facts import naming
 from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
+from .manifests import with_placeholders
 from .operator_install import OperatorInstall
 
 #: Context key: ``retain`` keeps the single namespaces manifest of earlier releases (retained), for the migration.
@@ -222,6 +225,7 @@ class HyperPodInference(Construct):
     def _add(self, endpoint: Endpoint, scope: Construct | None = None) -> InferenceEndpoint:
         scope = scope or self
         self._added.append(endpoint)
+        self.operator.endpoint_added(endpoint)
         name = f"{endpoint.namespace}-{endpoint.name}"
         base_deps = [self._namespace_units[endpoint.namespace]] if endpoint.namespace in self._namespace_units else []
         support_objs: list[dict[str, Any]] = []
@@ -367,11 +371,17 @@ class HyperPodInference(Construct):
     def _verify(self, scope: Construct, ep: Endpoint, unit: ManifestUnit) -> EndpointVerification | None:
         if ep.verify is None or ep.sagemaker_endpoint_name is None:
             return None
+        # The check runs again whenever the endpoint's custom resource changes (a new commit, replica count, ...):
+        # its review form (deploy-time values as placeholders, never tokens) is hashed into the check's properties.
+        # It then verifies at the SageMaker level (DescribeEndpoint InService, one invoke); it does not read the
+        # operator's rollout status of the custom resource.
+        review = json.dumps(with_placeholders(self.stack, unit.objects()), sort_keys=True, separators=(",", ":"))
         check = EndpointVerification(
             scope, f"Verify{pascal(unit.name)}", endpoint_name=ep.sagemaker_endpoint_name,
             payload=commands.default_payload(ep), content_type=ep.verify.content_type,
             fail_deployment=ep.verify.fail_deployment, show_response=ep.verify.show_response,
-            timeout=cdk.Duration.minutes(ep.verify.timeout_minutes))
+            timeout=cdk.Duration.minutes(ep.verify.timeout_minutes),
+            nonce=hashlib.sha256(review.encode()).hexdigest()[:16])
         if unit.resource is not None:
             check.node.add_dependency(unit.resource)
         return check

@@ -32,10 +32,9 @@ from .facts.operator import ALB_CONTROLLER_CHART, KEDA_CHART, OPERATOR_NAMESPACE
 
 
 def gated_namespaces(endpoints: Sequence[Endpoint]) -> list[str]:
-    """Namespaces whose ``hyperpod-inference-service-account*`` may assume the gated-model role: those of JumpStart
-    endpoints, else of every endpoint, else ``default``."""
-    return (sorted({ep.namespace for ep in endpoints if ep.is_jumpstart})
-            or sorted({ep.namespace for ep in endpoints}) or ["default"])
+    """Namespaces whose ``hyperpod-inference-service-account*`` may assume the gated-model role: exactly those of the
+    JumpStart endpoints (the role exists only once there is one)."""
+    return sorted({ep.namespace for ep in endpoints if ep.is_jumpstart})
 
 
 def needs_custom_service_accounts(endpoints: Sequence[Endpoint]) -> bool:
@@ -80,7 +79,8 @@ class OperatorInstall:
             scope, "DependencyRoles", oidc_provider_arn=oidc_provider_arn,
             namespaces_for_gated=lambda: gated_namespaces(endpoints),
             alb_role_arn=op.alb_controller_role_arn, keda_role_arn=op.keda_role_arn,
-            s3_csi_role_arn=op.s3_csi_driver_role_arn, sagemaker_source_account=op.sagemaker_source_account)
+            s3_csi_role_arn=op.s3_csi_driver_role_arn, sagemaker_source_account=op.sagemaker_source_account,
+            defer_gated_role=True)
         self.dependency_roles = roles
         self.s3_csi_role = roles.s3_csi_role
         deps: list[Construct] = []
@@ -96,7 +96,7 @@ class OperatorInstall:
                 addon_version=op.addon_version, execution_role_arn=self.execution_role.role_arn,
                 tls_bucket_name=self.tls_bucket.bucket_name, hyperpod_cluster_arn=config.cluster.hyperpod_cluster_arn,
                 enable_custom_service_accounts=custom_service_accounts,
-                jumpstart_gated_model_download_role_arn=roles.jumpstart_gated_role.role_arn,
+                jumpstart_gated_model_download_role_arn=lazy(self._gated_role_arn),
                 alb_role_arn=roles.alb_role.role_arn, keda_role_arn=roles.keda_role.role_arn,
                 preserve_on_delete=config.manifests.delivery == "files",
                 configuration_overrides=op.addon_configuration_overrides)
@@ -116,11 +116,21 @@ class OperatorInstall:
             version=op.version, region=cdk.Stack.of(scope).region, execution_role_arn=self.execution_role.role_arn,
             tls_bucket_name=self.tls_bucket.bucket_name, eks_cluster_name=cluster_name,
             hyperpod_cluster_arn=config.cluster.hyperpod_cluster_arn,
-            jumpstart_gated_model_download_role_arn=roles.jumpstart_gated_role.role_arn,
+            jumpstart_gated_model_download_role_arn=lazy_string(lambda: self._gated_role_arn() or ""),
             enable_custom_service_accounts=custom_service_accounts_env, crd_source=op.crd_source))
         unit = delivery.deliver(scope, "operator", chart, after=[self.tls_bucket, *deps])
         delivery.operator_unit = unit
         self.chart_unit = unit
+
+    def _gated_role_arn(self) -> str | None:
+        """The gated-model role's ARN once a JumpStart endpoint made it exist (the add-on then gets the key)."""
+        role = self.dependency_roles.jumpstart_gated_role if self.dependency_roles is not None else None
+        return role.role_arn if role is not None else None
+
+    def endpoint_added(self, endpoint: Endpoint) -> None:
+        """What an endpoint needs of the operator's side: a JumpStart endpoint, the gated-model role."""
+        if endpoint.is_jumpstart and self.dependency_roles is not None:
+            self.dependency_roles.add_gated_model_role()
 
     @staticmethod
     def _helm_dependencies(cluster: eks.ICluster, config: HyperPodConfig,

@@ -398,6 +398,7 @@ class OperatorDependencyRoles(Construct):
       ``AmazonSageMakerHyperPodGatedModelAccess``.
 
     Any ``*_role_arn`` imports that role instead of creating it (``jumpstart_gated_role_arn`` likewise).
+    ``defer_gated_role`` creates the gated-model role only when :meth:`add_gated_model_role` is called.
     ``sagemaker_source_account`` (default True) makes the gated role's SageMaker trust require ``aws:SourceAccount``.
     """
 
@@ -405,9 +406,12 @@ class OperatorDependencyRoles(Construct):
                  namespaces_for_gated: Sequence[str] | Callable[[], Sequence[str]],
                  alb_role_arn: str | None = None,
                  keda_role_arn: str | None = None, s3_csi_role_arn: str | None = None,
-                 jumpstart_gated_role_arn: str | None = None, sagemaker_source_account: bool = True) -> None:
+                 jumpstart_gated_role_arn: str | None = None, sagemaker_source_account: bool = True,
+                 defer_gated_role: bool = False) -> None:
         super().__init__(scope, construct_id)
         self._sagemaker_source_account = sagemaker_source_account
+        self._oidc_provider_arn = oidc_provider_arn
+        self._namespaces_for_gated = namespaces_for_gated
         errors: list[str] = []
         for field, arn in (("alb_role_arn", alb_role_arn), ("keda_role_arn", keda_role_arn),
                            ("s3_csi_role_arn", s3_csi_role_arn),
@@ -433,10 +437,19 @@ class OperatorDependencyRoles(Construct):
                                     service_account=S3_CSI_SERVICE_ACCOUNT,
                                     description="Mountpoint for Amazon S3 CSI driver (kube-system:s3-csi-driver-sa); "
                                                 "bucket access is granted per feature"))
-        self.jumpstart_gated_role: iam.IRole = (
-            iam.Role.from_role_arn(self, "JumpStartGatedModelRole", jumpstart_gated_role_arn)
-            if jumpstart_gated_role_arn
-            else self._gated_model_role(oidc_provider_arn, namespaces_for_gated))
+        self.jumpstart_gated_role: iam.IRole | None = None
+        if jumpstart_gated_role_arn:
+            self.jumpstart_gated_role = iam.Role.from_role_arn(self, "JumpStartGatedModelRole",
+                                                               jumpstart_gated_role_arn)
+        elif not defer_gated_role:
+            self.add_gated_model_role()
+
+    def add_gated_model_role(self) -> iam.IRole:
+        """The JumpStart gated-model role, created on first call (``defer_gated_role``: only once a JumpStart endpoint
+        needs it)."""
+        if self.jumpstart_gated_role is None:
+            self.jumpstart_gated_role = self._gated_model_role(self._oidc_provider_arn, self._namespaces_for_gated)
+        return self.jumpstart_gated_role
 
     def _alb_controller_role(self, oidc_provider_arn: str) -> iam.Role:
         role = ServiceAccountRole(self, "AlbControllerRole", oidc_provider_arn=oidc_provider_arn,

@@ -125,10 +125,10 @@ def test_endpoints_added_after_construction_reach_outputs_addon_and_trusts(user_
                  and r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference")
     assert '"enableCustomServiceAccounts":true' in json.dumps(user_app["stack"].resolve(
         addon["Properties"]["ConfigurationValues"])).replace("\\", "").replace(" ", "")
-    # THEN the gated-model role trusts the namespace of the endpoints added
-    gated = user_app["stack"].get_logical_id(
-        user_app["inference"].operator.dependency_roles.jumpstart_gated_role.node.default_child)
-    assert _trust_subjects(raw)[gated] == "system:serviceaccount:inference:hyperpod-inference-service-account*"
+    # THEN no gated-model role exists: no JumpStart endpoint needs one (and the add-on gets no key for it)
+    assert user_app["inference"].operator.dependency_roles.jumpstart_gated_role is None
+    assert "jumpstartGatedModelDownloadRoleArn" not in json.dumps(user_app["stack"].resolve(
+        addon["Properties"]["ConfigurationValues"]))
     # THEN the DNS grant names exactly the endpoint's domain
     assert "chat.example.com" in json.dumps([r for r in raw["Resources"].values() if r["Type"] == "AWS::IAM::Policy"])
 
@@ -221,3 +221,22 @@ def test_app_path_still_needs_the_whole_cluster_section() -> None:
                       "cluster": {"hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh"}})
     assert {p for p, _ in err.value.problems} == {"env", "cluster.eksClusterName", "cluster.kubectlRoleArn",
                                                   "cluster.oidcProviderArn", "cluster.vpcId"}
+
+
+def test_a_jumpstart_endpoint_added_later_brings_the_gated_role_trusting_exactly_its_namespace() -> None:
+    # GIVEN a construct with no JumpStart endpoint WHEN one is added in namespace research
+    app = cdk.App()
+    stack = cdk.Stack(app, "Gated", env=cdk.Environment(account="111122223333", region="us-west-2"))
+    inference = HyperPodInference(stack, "Inference", config=_files_config())
+    assert inference.operator.dependency_roles.jumpstart_gated_role is None
+    inference.add_endpoint(Endpoint.model_validate({
+        "name": "llama", "namespace": "research", "kind": "JumpStartModel", "instanceType": "ml.g5.8xlarge",
+        "model": {"jumpstart": {"modelId": "meta-textgeneration-llama-3-8b"}}}))
+    raw = Template.from_stack(stack).to_json()
+    # THEN the role exists, trusts exactly research's operator-made service accounts, and the add-on names it
+    role = inference.operator.dependency_roles.jumpstart_gated_role
+    assert _trust_subjects(raw)[stack.get_logical_id(role.node.default_child)] == \
+        "system:serviceaccount:research:hyperpod-inference-service-account*"
+    addon = next(r for r in raw["Resources"].values() if r["Type"] == "AWS::EKS::Addon"
+                 and r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference")
+    assert stack.get_logical_id(role.node.default_child) in json.dumps(addon["Properties"]["ConfigurationValues"])
