@@ -31,6 +31,7 @@ from .charts.nvme_cache import NvmeAgentCode, NvmeCache, NvmeCachePlan, model_re
 from .config.loader import ConfigError, parse_config
 from .config.models import Endpoint, HyperPodConfig
 from .config.warnings import config_warnings, endpoint_warnings
+from .constructs.analytics import CaptureAnalytics
 from .constructs.data_capture import DataCaptureStorage
 from .constructs.domain import CustomDomain, delegation_instructions
 from .constructs.endpoint_verification import EndpointVerification
@@ -305,6 +306,10 @@ class HyperPodInference(Construct):
             self.capture.grant_capture_write(self.execution_role)
             if self.s3_csi_role is not None:
                 self.capture.grant_capture_write(self.s3_csi_role, multipart=True)
+            settings = cap.analytics
+            self.capture_analytics = CaptureAnalytics(
+                self, "CaptureAnalytics", capture=self.capture, bytes_scanned_cutoff_mb=settings.bytes_scanned_cutoff_mb,
+                results_retention_days=settings.results_retention_days) if settings.enabled else None
             self._capture_outputs(self.capture)
         elif tier2:
             self.capture.enable_alb_logs()
@@ -398,6 +403,27 @@ class HyperPodInference(Construct):
             cdk.CfnOutput(self, "CaptureKeyPolicyToAdd",
                           value=self.stack.to_json_string(capture.owner_key_policy_statements(principals)),
                           description="Imported key: statements its owner must add to the key policy")
+        analytics = self.capture_analytics
+        if analytics is not None:
+            cdk.CfnOutput(self, "CaptureQueryWorkGroup", value=analytics.work_group_name, description=(
+                f"Athena workgroup over the captured data: database {analytics.database_name}, tables "
+                f"{', '.join(analytics.table_names.values())}; named queries and prepared statements per table"))
+            cdk.CfnOutput(self, "CaptureFindHash", description=(
+                "Finding an endpoint's <hash>: list the hash folders; tier 1: <hash>/sme/ holds folders named after "
+                "SageMaker endpoints; tier 2: the load balancer (named after the Ingress) that logged under a hash"),
+                value=commands.capture_find_hash_command(
+                    s3_uri=capture.s3_uri, work_group=analytics.work_group_name, region=self.region,
+                    load_balancers_sql=analytics.execute_statement(
+                        "alb_load_balancers", ["<hash>", "<yyyy/mm/dd>", "<yyyy/mm/dd>"])))
+            cdk.CfnOutput(self, "CaptureLatencyQuery", description=(
+                "Target latency p50/p90/p99 per hour from the ALB access logs: give the hash and a day range, then "
+                "read the results with the printed QueryExecutionId"),
+                value=commands.capture_latency_command(
+                    work_group=analytics.work_group_name, region=self.region,
+                    latency_sql=analytics.execute_statement(
+                        "alb_latency_percentiles", ["<hash>", "<yyyy/mm/dd>", "<yyyy/mm/dd>"])))
+            if analytics.results_lifecycle_to_add:
+                cdk.CfnOutput(self, "CaptureQueryResultsLifecycleToAdd", value=analytics.results_lifecycle_to_add)
 
     def _global_outputs(self) -> None:
         cdk.CfnOutput(self, "OperatorExecutionRoleArn", value=self.execution_role.role_arn)
