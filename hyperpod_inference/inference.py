@@ -308,7 +308,8 @@ class HyperPodInference(Construct):
                 self.capture.grant_capture_write(self.s3_csi_role, multipart=True)
             settings = cap.analytics
             self.capture_analytics = CaptureAnalytics(
-                self, "CaptureAnalytics", capture=self.capture, bytes_scanned_cutoff_mb=settings.bytes_scanned_cutoff_mb,
+                self, "CaptureAnalytics", capture=self.capture,
+                bytes_scanned_cutoff_mb=settings.bytes_scanned_cutoff_mb,
                 results_retention_days=settings.results_retention_days) if settings.enabled else None
             self._capture_outputs(self.capture)
         elif tier2:

@@ -91,7 +91,8 @@ def capture_list_command(s3_uri: str) -> str:
 
 # ------------------------------------------------------------------------------------------- querying capture
 def capture_hash_folders_argv(s3_uri: str) -> list[str]:
-    """``aws s3api list-objects-v2 … --delimiter /``: the per-endpoint hash folders under ``s3://<bucket>/<prefix>``."""
+    """``aws s3api list-objects-v2 … --delimiter /``: the per-endpoint hash folders under ``s3://<bucket>/<prefix>``.
+    """
     bucket, _, prefix = s3_uri.removeprefix("s3://").partition("/")
     return ["aws", "s3api", "list-objects-v2", "--bucket", bucket, "--prefix", f"{prefix.rstrip('/')}/",
             "--delimiter", "/", "--query", "CommonPrefixes[].Prefix", "--output", "text"]

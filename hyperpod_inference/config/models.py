@@ -189,7 +189,8 @@ class Capture(Strict):
     prefix: Annotated[str, StringConstraints(pattern=rules.CAPTURE_PREFIX, max_length=rules.CAPTURE_PREFIX_MAX)] = "data-capture"
     retention_days: Annotated[int, Field(ge=1, le=36500)] = 365
     kms: str = "create"
-    analytics: CaptureAnalyticsSettings = Field(default_factory=CaptureAnalyticsSettings, json_schema_extra=_bool_or_object)
+    analytics: CaptureAnalyticsSettings = Field(default_factory=CaptureAnalyticsSettings,
+                                                json_schema_extra=_bool_or_object)
     """``true`` (default) | ``false`` | the settings; a boolean becomes the settings with ``enabled`` set."""
 
     _literal_prefix = field_validator("prefix", mode="before")(_literal_prefix)

@@ -180,9 +180,9 @@ def _decoded(field: str) -> str:
 
 
 # Bytes of a BASE64 payload from its text (length/4*3 minus the '=' padding); characters for CSV / JSON text.
-_INPUT_SIZE = ("CASE WHEN capturedata.endpointinput.encoding = 'BASE64' THEN length(capturedata.endpointinput.data) / 4 "
-               "* 3 - (length(capturedata.endpointinput.data) - length(replace(capturedata.endpointinput.data, '=', "
-               "''))) ELSE length(capturedata.endpointinput.data) END")
+_INPUT_DATA = "capturedata.endpointinput.data"
+_INPUT_SIZE = (f"CASE WHEN capturedata.endpointinput.encoding = 'BASE64' THEN length({_INPUT_DATA}) / 4 * 3 "
+               f"- (length({_INPUT_DATA}) - length(replace({_INPUT_DATA}, '=', ''))) ELSE length({_INPUT_DATA}) END")
 
 QUERIES: tuple[Query, ...] = (
     Query("alb_latency_percentiles", ALB_TABLE,
@@ -209,7 +209,8 @@ QUERIES: tuple[Query, ...] = (
           f"FROM {_ALB_FROM} WHERE {_ALB_WHERE} GROUP BY 1 ORDER BY requests DESC, client_ip LIMIT 20"),
     Query("alb_top_paths", ALB_TABLE, "The 20 request paths (method and path, no query string) with the most requests",
           _ALB_PARAMS,
-          "SELECT request_verb, regexp_extract(request_url, '^[^:/]+://[^/]+(/[^?]*)', 1) AS path, count(*) AS requests "
+          "SELECT request_verb, regexp_extract(request_url, '^[^:/]+://[^/]+(/[^?]*)', 1) AS path, "
+          "count(*) AS requests "
           f"FROM {_ALB_FROM} WHERE {_ALB_WHERE} GROUP BY 1, 2 ORDER BY requests DESC, path, request_verb LIMIT 20"),
     Query("alb_large_requests", ALB_TABLE, "The 100 largest requests over a size (received bytes)",
           (*_ALB_PARAMS, "minimum received bytes (exclusive)"),

@@ -395,3 +395,16 @@ def test_analytics_settings_reach_the_workgroup_and_lifecycle_rule(tmp_path):
              for r in b["Properties"].get("LifecycleConfiguration", {}).get("Rules", [])]
     assert {"Prefix": "athena-results/", "ExpirationInDays": 7} .items() <= next(
         r for r in rules if r.get("Prefix") == "athena-results/").items()
+
+
+def test_in_an_environment_agnostic_stack_the_templates_take_the_deploy_time_account_and_region():
+    # GIVEN a stack without env WHEN analytics is added THEN names stay literal and the locations are joined at deploy
+    stack = cdk.Stack(cdk.App(), "Agnostic")
+    CaptureAnalytics(stack, "CaptureAnalytics", capture=DataCaptureStorage(stack, "DataCapture"))
+    template = Template.from_stack(stack)
+    assert _one(template, "AWS::Athena::WorkGroup")["Name"] == "agnostic-capture"
+    alb = _table(template, "alb_access_logs")["Parameters"]["storage.location.template"]
+    assert alb == {"Fn::Join": ["", [
+        "s3://agnostic-capture-", {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"},
+        "/data-capture/${hash}/alb/AWSLogs/", {"Ref": "AWS::AccountId"}, "/elasticloadbalancing/",
+        {"Ref": "AWS::Region"}, "/${day}/"]]}
