@@ -414,15 +414,13 @@ class HyperPodInference(Construct):
                 "SageMaker endpoints; tier 2: the load balancer (named after the Ingress) that logged under a hash"),
                 value=commands.capture_find_hash_command(
                     s3_uri=capture.s3_uri, work_group=analytics.work_group_name, region=self.region,
-                    load_balancers_sql=analytics.execute_statement(
-                        "alb_load_balancers", ["<hash>", "<yyyy/mm/dd>", "<yyyy/mm/dd>"])))
+                    load_balancers_sql=analytics.load_balancers_query_string))
             cdk.CfnOutput(self, "CaptureLatencyQuery", description=(
                 "Target latency p50/p90/p99 per hour from the ALB access logs: give the hash and a day range, then "
                 "read the results with the printed QueryExecutionId"),
                 value=commands.capture_latency_command(
                     work_group=analytics.work_group_name, region=self.region,
-                    latency_sql=analytics.execute_statement(
-                        "alb_latency_percentiles", ["<hash>", "<yyyy/mm/dd>", "<yyyy/mm/dd>"])))
+                    latency_sql=analytics.latency_query_string))
             if analytics.results_lifecycle_to_add:
                 cdk.CfnOutput(self, "CaptureQueryResultsLifecycleToAdd", value=analytics.results_lifecycle_to_add)
 

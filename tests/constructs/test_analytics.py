@@ -408,3 +408,17 @@ def test_in_an_environment_agnostic_stack_the_templates_take_the_deploy_time_acc
         "s3://agnostic-capture-", {"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"},
         "/data-capture/${hash}/alb/AWSLogs/", {"Ref": "AWS::AccountId"}, "/elasticloadbalancing/",
         {"Ref": "AWS::Region"}, "/${day}/"]]}
+
+
+def test_an_imported_capture_bucket_still_gets_the_tables_and_an_output_names_the_lifecycle_rule_to_add(tmp_path):
+    # GIVEN the default config with an imported capture bucket
+    data = _config(bucketName=IMPORTED_BUCKET)
+    synth = synth_config(data, tmp_path, nag=False)
+    tables = template_resources(synth.template, "AWS::Glue::Table")
+    assert len(tables) == 2
+    # THEN the bucket is not created nor changed, and the results lifecycle rule is an instruction for its owner
+    assert not [b for b in template_resources(synth.template, "AWS::S3::Bucket").values()
+                if b["Properties"].get("BucketName") == IMPORTED_BUCKET]
+    todo = next(v["Value"] for k, v in synth.template["Outputs"].items()
+                if k.endswith("CaptureQueryResultsLifecycleToAdd"))
+    assert IMPORTED_BUCKET in todo and "athena-results/" in todo
