@@ -216,7 +216,7 @@ QUERIES: tuple[Query, ...] = (
           (*_ALB_PARAMS, "minimum received bytes (exclusive)"),
           "SELECT time, client_ip, request_verb, request_url, received_bytes, sent_bytes, elb_status_code "
           f"FROM {_ALB_FROM} WHERE {_ALB_WHERE} AND received_bytes > ? "
-          "ORDER BY received_bytes DESC, time LIMIT 100"),
+          "ORDER BY received_bytes DESC, time, request_url LIMIT 100"),
     Query("alb_load_balancers", ALB_TABLE,
           "Which load balancer (its name carries the Ingress name) and host wrote under a hash", _ALB_PARAMS,
           "SELECT hash, elb, domain_name, count(*) AS requests, min(time) AS first_seen, max(time) AS last_seen "
@@ -224,23 +224,24 @@ QUERIES: tuple[Query, ...] = (
     Query("sme_latest_pairs", SME_TABLE,
           "The latest N captured request/response pairs with their event IDs (BASE64 payloads decoded)",
           (*_SME_PARAMS, "N"),
-          "SELECT event_id, inference_time, input_content_type, input, output_content_type, output FROM ("
+          "SELECT event_id, inference_time, request_content_type, request, response_content_type, response FROM ("
           "SELECT eventmetadata.eventid AS event_id, eventmetadata.inferencetime AS inference_time, "
-          "capturedata.endpointinput.observedcontenttype AS input_content_type, "
-          f"{_decoded('endpointinput')} AS input, "
-          "capturedata.endpointoutput.observedcontenttype AS output_content_type, "
-          f"{_decoded('endpointoutput')} AS output, "
+          "capturedata.endpointinput.observedcontenttype AS request_content_type, "
+          f"{_decoded('endpointinput')} AS request, "
+          "capturedata.endpointoutput.observedcontenttype AS response_content_type, "
+          f"{_decoded('endpointoutput')} AS response, "
           "row_number() OVER (ORDER BY from_iso8601_timestamp(eventmetadata.inferencetime) DESC, "
-          "eventmetadata.eventid) AS position "
-          f"FROM {_SME_FROM} WHERE {_SME_WHERE}) WHERE position <= ? ORDER BY position"),
+          "eventmetadata.eventid) AS newest_first "
+          f"FROM {_SME_FROM} WHERE {_SME_WHERE}) WHERE newest_first <= ? ORDER BY newest_first"),
     Query("sme_large_requests", SME_TABLE,
           "Captured requests over a size (bytes of a BASE64 payload, characters of a text payload), largest first",
           (*_SME_PARAMS, "minimum size (exclusive)"),
-          "SELECT event_id, inference_time, input_content_type, input_size FROM ("
+          "SELECT event_id, inference_time, request_content_type, request_size FROM ("
           "SELECT eventmetadata.eventid AS event_id, eventmetadata.inferencetime AS inference_time, "
-          "capturedata.endpointinput.observedcontenttype AS input_content_type, "
-          f"{_INPUT_SIZE} AS input_size "
-          f"FROM {_SME_FROM} WHERE {_SME_WHERE}) WHERE input_size > ? ORDER BY input_size DESC, event_id LIMIT 100"),
+          "capturedata.endpointinput.observedcontenttype AS request_content_type, "
+          f"{_INPUT_SIZE} AS request_size "
+          f"FROM {_SME_FROM} WHERE {_SME_WHERE}) WHERE request_size > ? ORDER BY request_size DESC, event_id "
+          "LIMIT 100"),
 )
 
 QUERIES_BY_NAME = {q.name: q for q in QUERIES}
