@@ -200,16 +200,16 @@ class CaptureAnalytics(Construct):
 
     @property
     def latency_query_string(self) -> str:
-        """``EXECUTE alb_latency_percentiles USING '<hash>', '<yyyy/mm/dd>', '<yyyy/mm/dd>'``: fill in and run."""
+        """``EXECUTE alb_latency USING '<hash>', '<yyyy/mm/dd>', '<yyyy/mm/dd>'``: fill in and run."""
         return self.execute_example(facts.LATENCY_STATEMENT)
 
     @property
     def load_balancers_query_string(self) -> str:
-        """``EXECUTE alb_load_balancers USING …``: which load balancer logged under a hash."""
+        """``EXECUTE alb_load_balancer USING …``: which load balancer logged under a hash."""
         return self.execute_example(facts.LOAD_BALANCERS_STATEMENT)
 
     def execute_example(self, statement: str) -> str:
-        """``EXECUTE`` of one of the statements with a ``<placeholder>`` per parameter (``<hash>``, ``<yyyy/mm/dd>``)."""
+        """``EXECUTE`` of one of the statements, a ``<placeholder>`` per parameter (``<hash>``, ``<yyyy/mm/dd>``)."""
         query = facts.QUERIES_BY_NAME[statement]
         return self.execute_statement(statement, [f"<{p.split()[-1]}>" for p in query.parameters])
 

@@ -185,7 +185,7 @@ _INPUT_SIZE = (f"CASE WHEN capturedata.endpointinput.encoding = 'BASE64' THEN le
                f"- (length({_INPUT_DATA}) - length(replace({_INPUT_DATA}, '=', ''))) ELSE length({_INPUT_DATA}) END")
 
 QUERIES: tuple[Query, ...] = (
-    Query("alb_latency_percentiles", ALB_TABLE,
+    Query("alb_latency", ALB_TABLE,
           "Target processing time p50/p90/p99 (seconds) per hour; -1 (no response from the target) excluded",
           _ALB_PARAMS,
           "SELECT date_trunc('hour', from_iso8601_timestamp(time)) AS hour, count(*) AS requests, "
@@ -212,12 +212,12 @@ QUERIES: tuple[Query, ...] = (
           "SELECT request_verb, regexp_extract(request_url, '^[^:/]+://[^/]+(/[^?]*)', 1) AS path, "
           "count(*) AS requests "
           f"FROM {_ALB_FROM} WHERE {_ALB_WHERE} GROUP BY 1, 2 ORDER BY requests DESC, path, request_verb LIMIT 20"),
-    Query("alb_large_requests", ALB_TABLE, "The 100 largest requests over a size (received bytes)",
+    Query("alb_over_size", ALB_TABLE, "The 100 largest requests over a size (received bytes)",
           (*_ALB_PARAMS, "minimum received bytes (exclusive)"),
           "SELECT time, client_ip, request_verb, request_url, received_bytes, sent_bytes, elb_status_code "
           f"FROM {_ALB_FROM} WHERE {_ALB_WHERE} AND received_bytes > ? "
           "ORDER BY received_bytes DESC, time, request_url LIMIT 100"),
-    Query("alb_load_balancers", ALB_TABLE,
+    Query("alb_load_balancer", ALB_TABLE,
           "Which load balancer (its name carries the Ingress name) and host wrote under a hash", _ALB_PARAMS,
           "SELECT hash, elb, domain_name, count(*) AS requests, min(time) AS first_seen, max(time) AS last_seen "
           f"FROM {_ALB_FROM} WHERE {_ALB_WHERE} GROUP BY 1, 2, 3 ORDER BY requests DESC"),
@@ -233,7 +233,7 @@ QUERIES: tuple[Query, ...] = (
           "row_number() OVER (ORDER BY from_iso8601_timestamp(eventmetadata.inferencetime) DESC, "
           "eventmetadata.eventid) AS newest_first "
           f"FROM {_SME_FROM} WHERE {_SME_WHERE}) WHERE newest_first <= ? ORDER BY newest_first"),
-    Query("sme_large_requests", SME_TABLE,
+    Query("sme_over_size", SME_TABLE,
           "Captured requests over a size (bytes of a BASE64 payload, characters of a text payload), largest first",
           (*_SME_PARAMS, "minimum size (exclusive)"),
           "SELECT event_id, inference_time, request_content_type, request_size FROM ("
@@ -245,8 +245,8 @@ QUERIES: tuple[Query, ...] = (
 )
 
 QUERIES_BY_NAME = {q.name: q for q in QUERIES}
-LATENCY_STATEMENT = "alb_latency_percentiles"
-LOAD_BALANCERS_STATEMENT = "alb_load_balancers"
+LATENCY_STATEMENT = "alb_latency"
+LOAD_BALANCERS_STATEMENT = "alb_load_balancer"
 
 #: Athena's own lower bound of ``BytesScannedCutoffPerQuery`` (10 MB, in bytes).
 MIN_BYTES_SCANNED_CUTOFF_MB = 10

@@ -19,9 +19,11 @@ ACCOUNT, REGION = "111122223333", "us-west-2"
 HASH, OTHER_HASH = "3f9a1c2b7d", "9e8d7c6b5a"
 DB = "hyperpodinference_capture"
 
-# Copied verbatim from "Example log entries" of "Access logs for your Application Load Balancer"
-# (https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-access-logs.html#access-log-entry-examples):
-# the HTTP, HTTPS, HTTP/2, WebSockets, secured WebSockets, Lambda success and Lambda failure entries.
+# Copied verbatim from "Example log entries" of "Access logs for your Application Load Balancer", Elastic Load
+# Balancing User Guide for Application Load Balancers: the HTTP, HTTPS, HTTP/2, WebSockets, secured WebSockets,
+# Lambda success and Lambda failure entries.
+# https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-access-logs.html
+#   #access-log-entry-examples
 DOC_HTTP = 'http 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.46.0" - - arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337262-36d228ad5d99923122bbe354" "-" "-" 0 2018-07-02T22:22:48.364000Z "forward" "-" "-" "10.0.0.1:80" "200" "-" "-" TID_1234abcd5678ef90 "-" "-" "-"'  # noqa: E501
 DOC_HTTPS = 'https 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.086 0.048 0.037 200 200 0 57 "GET https://www.example.com:443/ HTTP/1.1" "curl/7.46.0" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337281-1d84f3d73c47ec4e58577259" "www.example.com" "arn:aws:acm:us-east-2:123456789012:certificate/12345678-1234-1234-1234-123456789012" 1 2018-07-02T22:22:48.364000Z "authenticate,forward" "-" "-" "10.0.0.1:80" "200" "-" "-" TID_1234abcd5678ef90 "m.example.com" "-" "TransformSuccess"'  # noqa: E501
 DOC_H2 = 'h2 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 10.0.1.252:48160 10.0.0.66:9000 0.000 0.002 0.000 200 200 5 257 "GET https://10.0.2.105:773/ HTTP/2.0" "curl/7.46.0" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337327-72bd00b0343d75b906739c42" "-" "-" 1 2018-07-02T22:22:48.364000Z "redirect" "https://example.com:80/" "-" "10.0.0.66:9000" "200" "-" "-" TID_1234abcd5678ef90 "-" "-" "-"'  # noqa: E501
@@ -160,7 +162,7 @@ def test_the_regex_also_takes_entries_that_end_before_the_newer_fields_and_ones_
 
 # ------------------------------------------------------------------------------------------ tier 2 queries
 def test_latency_percentiles_per_hour_exclude_minus_one_and_other_hashes(con, synthesized):
-    rows = run(con, synthesized, "alb_latency_percentiles", *ALB_RANGE)
+    rows = run(con, synthesized, "alb_latency", *ALB_RANGE)
     hours = [(r[0].strftime("%Y-%m-%d %H"), *r[1:]) for r in rows]
     # THEN 22:00 on 2 July: 5 answered requests, target times sorted 0.001 0.001 0.002 0.003 0.048 (the -1 entry is
     # left out): p50 = the 3rd = 0.002, p90 = p99 = the 5th = 0.048; 30 November: 0.001 twice
@@ -192,9 +194,9 @@ def test_top_clients_and_paths(con, synthesized):
 
 
 def test_requests_over_a_size(con, synthesized):
-    rows = run(con, synthesized, "alb_large_requests", *ALB_RANGE, 200)
+    rows = run(con, synthesized, "alb_over_size", *ALB_RANGE, 200)
     assert [(r[3], r[4]) for r in rows] == [("http://10.0.0.30:80/", 218), ("https://10.0.0.30:443/", 218)]
-    assert run(con, synthesized, "alb_large_requests", *ALB_RANGE, 218) == []
+    assert run(con, synthesized, "alb_over_size", *ALB_RANGE, 218) == []
 
 
 def test_the_day_range_limits_the_rows(con, synthesized):
@@ -203,7 +205,7 @@ def test_the_day_range_limits_the_rows(con, synthesized):
 
 
 def test_the_load_balancer_of_a_hash(con, synthesized):
-    rows = run(con, synthesized, "alb_load_balancers", *ALB_RANGE)
+    rows = run(con, synthesized, "alb_load_balancer", *ALB_RANGE)
     assert [r[:4] for r in rows] == [(HASH, "app/my-loadbalancer/50dc6c495c0c9188", "-", 7),
                                      (HASH, "app/my-loadbalancer/50dc6c495c0c9188", "www.example.com", 1)]
 
@@ -223,7 +225,7 @@ def test_the_latest_pairs_with_event_ids_and_decoded_payloads(con, synthesized):
 
 def test_captured_requests_over_a_size(con, synthesized):
     # GIVEN request sizes: E1 19 characters (JSON), E2 26 bytes (BASE64, 36 characters encoded), E3 17 characters
-    rows = run(con, synthesized, "sme_large_requests", *SME_RANGE, 18)
+    rows = run(con, synthesized, "sme_over_size", *SME_RANGE, 18)
     assert [(r[0], r[3]) for r in rows] == [(E2[0], 26), (E1[0], 19)]
 
 

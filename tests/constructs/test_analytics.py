@@ -248,9 +248,9 @@ def test_each_table_has_the_queries_the_issue_lists():
     by_table: dict[str, set[str]] = {}
     for q in facts.QUERIES:
         by_table.setdefault(q.table, set()).add(q.name)
-    assert by_table["alb_access_logs"] >= {"alb_latency_percentiles", "alb_status_codes", "alb_error_rate",
-                                           "alb_top_clients", "alb_top_paths", "alb_large_requests"}
-    assert by_table["sme_capture"] >= {"sme_latest_pairs", "sme_large_requests"}
+    assert by_table["alb_access_logs"] >= {"alb_latency", "alb_status_codes", "alb_error_rate",
+                                           "alb_top_clients", "alb_top_paths", "alb_over_size"}
+    assert by_table["sme_capture"] >= {"sme_latest_pairs", "sme_over_size"}
     # AND every tier-1 query names the endpoint (tier 1 has several endpoints per hash folder possible)
     assert all("endpoint = ?" in q.sql for q in facts.QUERIES if q.table == "sme_capture")
 
@@ -321,8 +321,9 @@ def test_cdk_nag_finds_nothing_unacknowledged_and_only_the_two_prefix_wildcards_
     assert aws_solutions["conclusion"] == "success"
     assert aws_solutions["violations"] == []
     # AND the analyst's acknowledgments are exactly the capture-prefix read and the results-prefix write
+    policy = "HyperPodInference/Analyst/DefaultPolicy/Resource"
     analyst = {v["acknowledgedId"] for v in aws_solutions["suppressedViolations"]
-               for c in v["violatingConstructs"] if c["constructPath"] == "HyperPodInference/Analyst/DefaultPolicy/Resource"}
+               for c in v["violatingConstructs"] if c["constructPath"] == policy}
     assert len(analyst) == 2
     assert {i.rsplit("/", 2)[-2] for i in analyst} == {"data-capture", "athena-results"}
     assert all(v["reason"] for v in aws_solutions["suppressedViolations"])
@@ -362,14 +363,14 @@ def test_the_default_config_creates_analytics_and_prints_a_ready_latency_query(d
     assert start[:3] == ["aws", "athena", "start-query-execution"]
     assert start[start.index("--work-group") + 1] == workgroup
     assert start[start.index("--query-string") + 1] == (
-        "EXECUTE alb_latency_percentiles USING '<hash>', '<yyyy/mm/dd>', '<yyyy/mm/dd>'")
+        "EXECUTE alb_latency USING '<hash>', '<yyyy/mm/dd>', '<yyyy/mm/dd>'")
     assert results[:3] == ["aws", "athena", "get-query-results"]
     # AND the hash finder lists the hash folders, the tier-1 endpoint folders and runs the load-balancer query
     listing, sme, lbs = [shlex.split(c) for c in find.split(" ; ")]
     assert listing[listing.index("--delimiter") + 1] == "/"
     bucket = next(v["Value"] for k, v in outputs.items() if k.endswith("CaptureBucket"))
     assert sme == ["aws", "s3", "ls", f"s3://{bucket}/data-capture/<hash>/sme/"]
-    assert "EXECUTE alb_load_balancers USING '<hash>'" in lbs[lbs.index("--query-string") + 1]
+    assert "EXECUTE alb_load_balancer USING '<hash>'" in lbs[lbs.index("--query-string") + 1]
 
 
 def template_resources(template: dict[str, Any], rtype: str) -> dict[str, Any]:
