@@ -423,3 +423,28 @@ def test_an_imported_capture_bucket_still_gets_the_tables_and_an_output_names_th
     todo = next(v["Value"] for k, v in synth.template["Outputs"].items()
                 if k.endswith("CaptureQueryResultsLifecycleToAdd"))
     assert IMPORTED_BUCKET in todo and "athena-results/" in todo
+
+
+def test_the_query_commands_keep_each_value_one_shell_word():
+    from hyperpod_inference.outputs import capture_find_hash_command, capture_latency_command
+
+    # GIVEN a statement whose literal holds shell syntax (a quote, ;, $(...))
+    sql = "EXECUTE alb_latency USING 'x''; $(reboot)', '2026/12/01', '2026/12/01'"
+    latency = capture_latency_command(work_group="wg", latency_sql=sql, region=REGION)
+    # WHEN split as a shell would THEN two commands, the SQL one argument of the first
+    start, results = [shlex.split(c) for c in latency.split(" ; ")]
+    assert start[start.index("--query-string") + 1] == sql
+    assert results[results.index("--query-execution-id") + 1] == "<QueryExecutionId>"
+    find = capture_find_hash_command(s3_uri="s3://b/data-capture", work_group="wg", load_balancers_sql=sql,
+                                     region=REGION)
+    listing, sme, lbs = [shlex.split(c) for c in find.split(" ; ")]
+    assert listing[listing.index("--prefix") + 1] == "data-capture/"
+    assert sme[-1] == "s3://b/data-capture/<hash>/sme/"
+    assert lbs[lbs.index("--query-string") + 1] == sql
+
+
+def test_execute_statement_quotes_its_arguments_as_sql_literals(created):
+    assert created["analytics"].execute_statement("alb_latency", ["a'b", "2026/12/01"]) == (
+        "EXECUTE alb_latency USING 'a''b', '2026/12/01'")
+    assert created["analytics"].latency_query_string == (
+        "EXECUTE alb_latency USING '<hash>', '<yyyy/mm/dd>', '<yyyy/mm/dd>'")
