@@ -33,6 +33,7 @@ from .charts.nvme_cache import NvmeAgentCode, NvmeCache, NvmeCachePlan, model_re
 from .config.loader import ConfigError, parse_config
 from .config.models import Endpoint, HyperPodConfig
 from .config.warnings import config_warnings, endpoint_warnings
+from .constructs.analytics import CaptureAnalytics
 from .constructs.autoscaling import KedaTriggerAccess
 from .constructs.data_capture import DataCaptureStorage
 from .constructs.domain import CustomDomain, delegation_instructions
@@ -95,6 +96,7 @@ class HyperPodInference(Construct):
         cannot be checked: a warning says so.
 
     Attributes: ``execution_role``, ``tls_bucket``, ``capture`` (DataCaptureStorage, once an endpoint captures),
+    ``capture_analytics`` (CaptureAnalytics: Glue tables, Athena workgroup and queries, with ``capture``),
     ``domain`` (CustomDomain, once an endpoint has a domain name), ``endpoints`` (chart name -> InferenceEndpoint),
     ``custom_resources`` and ``manifest_resources`` (chart name -> custom resource / KubernetesManifest).
     """
@@ -130,6 +132,7 @@ class HyperPodInference(Construct):
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._added: list[Endpoint] = []
         self.capture: DataCaptureStorage | None = None
+        self.capture_analytics: CaptureAnalytics | None = None
         self.domain: CustomDomain | None = None
         self._endpoint_outputs: list[tuple[Endpoint, str, list[cdk.CfnOutput]]] = []
 
@@ -344,6 +347,12 @@ class HyperPodInference(Construct):
             self.capture.grant_capture_write(self.execution_role)
             if self.s3_csi_role is not None:
                 self.capture.grant_capture_write(self.s3_csi_role, multipart=True)
+            settings = cap.analytics
+            self.capture_analytics = CaptureAnalytics(
+                self, "CaptureAnalytics", capture=self.capture,
+                name_base=naming.capture_name_base(self.name_scope, self.account, self.region),
+                bytes_scanned_cutoff_mb=settings.bytes_scanned_cutoff_mb,
+                results_retention_days=settings.results_retention_days) if settings.enabled else None
             self._capture_outputs(self.capture)
         elif tier2:
             self.capture.enable_alb_logs()
@@ -443,6 +452,25 @@ class HyperPodInference(Construct):
             cdk.CfnOutput(self, "CaptureKeyPolicyToAdd",
                           value=self.stack.to_json_string(capture.owner_key_policy_statements(principals)),
                           description="Imported key: statements its owner must add to the key policy")
+        analytics = self.capture_analytics
+        if analytics is not None:
+            cdk.CfnOutput(self, "CaptureQueryWorkGroup", value=analytics.work_group_name, description=(
+                f"Athena workgroup over the captured data: database {analytics.database_name}, tables "
+                f"{', '.join(analytics.table_names.values())}; named queries and prepared statements per table"))
+            cdk.CfnOutput(self, "CaptureFindHash", description=(
+                "Finding an endpoint's <hash>: list the hash folders; tier 1: <hash>/sme/ holds folders named after "
+                "SageMaker endpoints; tier 2: the load balancer (named after the Ingress) that logged under a hash"),
+                value=commands.capture_find_hash_command(
+                    s3_uri=capture.s3_uri, work_group=analytics.work_group_name, region=self.region,
+                    load_balancers_sql=analytics.load_balancers_query_string))
+            cdk.CfnOutput(self, "CaptureLatencyQuery", description=(
+                "Target latency p50/p90/p99 per hour from the ALB access logs: give the hash and a day range, then "
+                "read the results with the printed QueryExecutionId"),
+                value=commands.capture_latency_command(
+                    work_group=analytics.work_group_name, region=self.region,
+                    latency_sql=analytics.latency_query_string))
+            if analytics.results_lifecycle_to_add:
+                cdk.CfnOutput(self, "CaptureQueryResultsLifecycleToAdd", value=analytics.results_lifecycle_to_add)
 
     def _global_outputs(self) -> None:
         cdk.CfnOutput(self, "OperatorExecutionRoleArn", value=self.execution_role.role_arn)

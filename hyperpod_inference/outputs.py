@@ -87,3 +87,40 @@ def invoke_output(endpoint: Endpoint, *, region: str) -> str | None:
 def capture_list_command(s3_uri: str) -> str:
     """``aws s3 ls <s3Uri>/ --recursive``: every captured object."""
     return shlex.join(["aws", "s3", "ls", f"{s3_uri.rstrip('/')}/", "--recursive"])
+
+
+# ------------------------------------------------------------------------------------------- querying capture
+def capture_hash_folders_argv(s3_uri: str) -> list[str]:
+    """``aws s3api list-objects-v2 … --delimiter /``: the per-endpoint hash folders under ``s3://<bucket>/<prefix>``.
+    """
+    bucket, _, prefix = s3_uri.removeprefix("s3://").partition("/")
+    return ["aws", "s3api", "list-objects-v2", "--bucket", bucket, "--prefix", f"{prefix.rstrip('/')}/",
+            "--delimiter", "/", "--query", "CommonPrefixes[].Prefix", "--output", "text"]
+
+
+def athena_start_query_argv(*, work_group: str, query_string: str, region: str) -> list[str]:
+    """``aws athena start-query-execution`` in the workgroup; prints the query execution ID."""
+    return ["aws", "athena", "start-query-execution", "--work-group", work_group, "--query-string", query_string,
+            "--region", region, "--query", "QueryExecutionId", "--output", "text"]
+
+
+def athena_results_argv(*, region: str, execution_id: str = "<QueryExecutionId>") -> list[str]:
+    """``aws athena get-query-results`` of one execution (once it has succeeded)."""
+    return ["aws", "athena", "get-query-results", "--query-execution-id", execution_id, "--region", region,
+            "--output", "text"]
+
+
+def capture_find_hash_command(*, s3_uri: str, work_group: str, load_balancers_sql: str, region: str) -> str:
+    """The ways to find an endpoint's hash: list the hash folders; tier 1: list ``<hash>/sme/`` (its folders are
+    SageMaker endpoint names); tier 2: the load balancer (named after the Ingress) that wrote under a hash."""
+    return join_commands([
+        capture_hash_folders_argv(s3_uri),
+        ["aws", "s3", "ls", f"{s3_uri.rstrip('/')}/<hash>/sme/"],
+        athena_start_query_argv(work_group=work_group, query_string=load_balancers_sql, region=region),
+    ])
+
+
+def capture_latency_command(*, work_group: str, latency_sql: str, region: str) -> str:
+    """Latency percentiles per hour of one endpoint: start the prepared statement, then read its results."""
+    return join_commands([athena_start_query_argv(work_group=work_group, query_string=latency_sql, region=region),
+                          athena_results_argv(region=region)])

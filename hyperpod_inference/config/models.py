@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from ..facts import analytics as analytics_facts
 from ..facts import instances as instance_table
 from ..facts import operator as operator_facts
 from ..facts import production as prod_facts
@@ -198,6 +199,22 @@ class Manifests(Strict):
 
 
 # ------------------------------------------------------------------------------------------------------------ capture
+def _bool_or_object(schema: dict[str, Any]) -> None:
+    """JSON Schema of a field that takes ``true`` / ``false`` as a shorthand of its object."""
+    ref = schema.pop("$ref", None)
+    if ref is not None:
+        schema["anyOf"] = [{"type": "boolean"}, {"$ref": ref}]
+
+
+class CaptureAnalyticsSettings(Strict):
+    """``capture.analytics``: Glue tables, an Athena workgroup and ready queries over the captured data."""
+
+    enabled: bool = True
+    bytes_scanned_cutoff_mb: Annotated[int, Field(ge=analytics_facts.MIN_BYTES_SCANNED_CUTOFF_MB,
+                                                  alias="bytesScannedCutoffMB")] = 1000
+    results_retention_days: Annotated[int, Field(ge=1, le=36500)] = 30
+
+
 class Capture(Strict):
     """The capture bucket and key shared by every endpoint's data capture."""
 
@@ -207,8 +224,16 @@ class Capture(Strict):
     prefix: Annotated[str, StringConstraints(pattern=rules.CAPTURE_PREFIX, max_length=rules.CAPTURE_PREFIX_MAX)] = "data-capture"
     retention_days: Annotated[int, Field(ge=1, le=36500)] = 365
     kms: str = "create"
+    analytics: CaptureAnalyticsSettings = Field(default_factory=CaptureAnalyticsSettings,
+                                                json_schema_extra=_bool_or_object)
+    """``true`` (default) | ``false`` | the settings; a boolean becomes the settings with ``enabled`` set."""
 
     _literal_prefix = field_validator("prefix", mode="before")(_literal_prefix)
+
+    @field_validator("analytics", mode="before")
+    @classmethod
+    def _analytics_shorthand(cls, v: Any) -> Any:
+        return {"enabled": v} if isinstance(v, bool) else v
 
     @field_validator("kms")
     @classmethod
@@ -224,6 +249,10 @@ class Capture(Strict):
             errors.append(_err(("bucketAccount",), "only used with an imported bucketName"))
         if self.bucket_name is None and self.bucket_encryption:
             errors.append(_err(("bucketEncryption",), "only used with an imported bucketName (a created bucket is SSE-S3)"))
+        results = analytics_facts.RESULTS_PREFIX
+        if self.analytics.enabled and (self.prefix == results or self.prefix.startswith(f"{results}/")):
+            errors.append(_err(("prefix",), f"{results}/ holds the query results of capture.analytics; choose another "
+                               "prefix or set analytics: false", self.prefix))
         _raise_all(type(self), errors)
         return self
 

@@ -157,3 +157,13 @@ def capture_log_bucket_name(base: str, account: str, region: str) -> str:
 
 def capture_key_alias(base: str) -> str:
     return "alias/" + physical_name(base, "data-capture", rule=KMS_ALIAS, max_length=KMS_ALIAS.max_length - 6)
+
+
+def capture_workgroup_name(base: str) -> str:
+    """``<base>-capture``: the Athena workgroup over the captured data."""
+    return physical_name(base, "capture", rule=ATHENA_WORKGROUP)
+
+
+def capture_database_name(base: str) -> str:
+    """``<base>_capture`` (``-`` as ``_``): the Glue database of the capture tables."""
+    return physical_name(base.replace("-", "_"), "capture", rule=GLUE_DATABASE)

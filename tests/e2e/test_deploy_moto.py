@@ -2,7 +2,8 @@
 
 Config: tests/fixtures/files.yaml with moto's account (files delivery, imported zone and certificate, no verify), so
 the template holds no custom resource and no Lambda. Nothing is turned off: every resource type in it is either
-created by moto or skipped by moto as unsupported (AWS::EKS::Addon, AWS::S3::BucketPolicy, AWS::CDK::Metadata).
+created by moto or skipped by moto as unsupported (AWS::EKS::Addon, AWS::S3::BucketPolicy, AWS::CDK::Metadata, and
+the Glue and Athena resources of capture.analytics).
 
 What is checked against the synthesized template (intrinsics resolved with the physical ids moto reports): the
 capture bucket and its access-log bucket, the KMS key and alias, the TLS bucket and its log bucket, the operator
@@ -36,7 +37,10 @@ RETAINED_BUCKETS = ("DataCaptureBucketA9343715", "DataCaptureAccessLogsBucketF9E
                     "TlsBucketAccessLogs2AE68F2F")
 KEY, ALIAS = "DataCaptureKeyFF692E0C", "DataCaptureKeyAlias8F0F8BBF"
 #: Resource types moto's CloudFormation does not model: it logs a warning, skips them and completes the stack.
-MOTO_SKIPS = {"AWS::EKS::Addon", "AWS::S3::BucketPolicy", "AWS::CDK::Metadata"}
+MOTO_SKIPS = {"AWS::EKS::Addon", "AWS::S3::BucketPolicy", "AWS::CDK::Metadata",
+              # capture.analytics: moto models no Glue table or Athena resource in CloudFormation
+              "AWS::Glue::Database", "AWS::Glue::Table", "AWS::Athena::WorkGroup", "AWS::Athena::NamedQuery",
+              "AWS::Athena::PreparedStatement"}
 
 
 def moto_config(tmp_path: Path) -> Path:

@@ -12,12 +12,21 @@ from hyperpod_inference import HyperPodInference, HyperPodInferenceStack, load_c
 from hyperpod_inference.charts.nvme_cache import AGENT_BUNDLE
 from tests.synth_helpers import DEFAULT_CONFIG
 
-NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName")
+NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName", "FunctionName")
 
 
 def chosen_names(template: dict[str, Any]) -> list[str]:
-    return [res["Properties"][p] for res in template["Resources"].values() for p in NAME_PROPERTIES
-            if isinstance(res.get("Properties", {}).get(p), str)]
+    """Physical names that must be unique per account and Region (Glue tables and named queries are unique per
+    database or workgroup, which are in here)."""
+    out = []
+    for res in template["Resources"].values():
+        props = res.get("Properties", {})
+        out += [props[p] for p in NAME_PROPERTIES if isinstance(props.get(p), str)]
+        if res["Type"] == "AWS::Athena::WorkGroup":
+            out.append(props["Name"])
+        if res["Type"] == "AWS::Glue::Database":
+            out.append(props["DatabaseInput"]["Name"])
+    return out
 
 
 def agent_configmaps(inference: HyperPodInference) -> set[str]:
