@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,7 @@ from .constructs.model_access import grant_model_read, grant_secret_read
 from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems
 from .facts import naming
 from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
+from .facts.rules import partition_of_region
 from .manifests import with_placeholders
 from .operator_install import OperatorInstall
 
@@ -128,7 +130,9 @@ class HyperPodInference(Construct):
         self.oidc_provider_arn = self._oidc_provider_arn(config, cluster)
         self._capture_props = (capture_bucket, capture_key)
         self._domain_props = (hosted_zone, certificate)
-        self.delivery = ManifestDelivery(cluster if config.manifests.delivery == "kubectl" else None)
+        self._files = config.manifests.delivery == "files"
+        self.partition = partition_of_region(self.region) if not _unresolved(self.region) else cdk.Aws.PARTITION
+        self.delivery = ManifestDelivery(cluster if not self._files else None)
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._added: list[Endpoint] = []
         self.capture: DataCaptureStorage | None = None
@@ -239,7 +243,8 @@ class HyperPodInference(Construct):
             token_role = self._service_account_role(scope, endpoint, token_names(endpoint)["service_account"],
                                                     "HfToken")
             grant_secret_read(token_role, secret_arn=hf.token.secrets_manager_arn, kms_key_arn=hf.token.kms_key_arn)
-            support_objs += external_secret_objects(endpoint, region=self.region, role_arn=token_role.role_arn)
+            support_objs += external_secret_objects(endpoint, region=self.region,
+                                                    role_arn=self.manifest_role_arn(token_role))
         s3_source = endpoint.model.s3
         wiring: dict[str, Any] = {"region": self.region}
         plan = None
@@ -250,7 +255,7 @@ class HyperPodInference(Construct):
                 model_role = self._service_account_role(scope, endpoint, sa_name, "ModelReader")
                 grant_model_read(model_role, bucket=s3_source.bucket, prefix=s3_source.prefix,
                                  kms_key_arn=s3_source.kms_key_arn)
-                support_objs.append(model_reader_service_account(endpoint, model_role.role_arn))
+                support_objs.append(model_reader_service_account(endpoint, self.manifest_role_arn(model_role)))
             plan = NvmeCachePlan(endpoint, self.region, token, sa_name, code_configmap_prefix=self._agent_code_prefix,
                                  share_across_namespaces=endpoint.weight_cache.share_across_namespaces)
             wiring.update(kubernetes_volumes=plan.volumes(), init_containers=plan.init_containers(),
@@ -292,11 +297,25 @@ class HyperPodInference(Construct):
 
     def _service_account_role(self, scope: Construct, endpoint: Endpoint, sa_name: str,
                               purpose: str) -> ServiceAccountRole:
+        # With files delivery nothing resolves the manifests' values at deploy: the role gets a deterministic name
+        # (the naming function), so the ServiceAccount's annotation carries its real ARN (manifest_role_arn).
+        role_name = naming.physical_name(naming.dns_safe(self.name_scope, default="hyperpod"), endpoint.namespace,
+                                         endpoint.name, purpose, rule=naming.IAM_ROLE) if self._files else None
         return ServiceAccountRole(
             scope, f"{pascal(endpoint.namespace)}{pascal(endpoint.name)}{purpose}Role",
-            oidc_provider_arn=self.oidc_provider_arn,
+            oidc_provider_arn=self.oidc_provider_arn, role_name=role_name,
             service_account=ServiceAccountRef(endpoint.namespace, sa_name),
             description=f"{purpose} for {endpoint.namespace}/{endpoint.name} (hyperpod-inference-cdk)")
+
+    def manifest_role_arn(self, role: iam.IRole) -> str:
+        """A role's ARN as a manifest carries it: the literal ARN of a named role with files delivery (the GitOps
+        manifests are applied without CloudFormation), the deploy-time ARN otherwise."""
+        if not self._files or role.node.default_child is None:
+            return role.role_arn
+        name = role.node.default_child.role_name
+        if not isinstance(name, str) or _unresolved(name):
+            return role.role_arn
+        return f"arn:{self.partition}:iam::{self.account}:role/{name}"
 
     def _agent_code_unit(self, scope: Construct, namespace: str, depends_on: list[str]) -> str:
         """The namespace's shared NVMe agent code chart (created once), by unit name."""
@@ -542,4 +561,12 @@ class _SizeLimits:
         self.owner = owner
 
     def validate(self) -> list[str]:
-        return self.owner.delivery.size_problems() + stack_limit_problems(self.owner.stack)
+        problems = self.owner.delivery.size_problems() + stack_limit_problems(self.owner.stack)
+        if self.owner._files:
+            # GitOps applies these files as they are: a deploy-time value would reach the cluster as a placeholder.
+            for name, objs in self.owner.manifest_documents().items():
+                left = sorted(set(re.findall(r"<[A-Za-z0-9]+(?:\.[A-Za-z0-9.]+)?>", json.dumps(objs))))
+                if left:
+                    problems.append(f"manifest '{name}' holds deploy-time value(s) {', '.join(left)}; with "
+                                    "manifests.delivery: files every value must be known at synth")
+        return problems
