@@ -29,6 +29,7 @@ from .constructs.operator import (
 from .delivery import ManifestDelivery
 from .facts import naming
 from .facts.operator import ALB_CONTROLLER_CHART, KEDA_CHART, OPERATOR_NAMESPACE
+from .facts.rules import partition_of_region
 
 
 def gated_namespaces(endpoints: Sequence[Endpoint]) -> list[str]:
@@ -59,6 +60,7 @@ class OperatorInstall:
         op = config.operator
         self.dependencies: list[Construct] = []
         self.chart_unit = None
+        self._literal_arns: dict[str, str | None] = {}
         stack = cdk.Stack.of(scope)
         self.tls_bucket = TlsBucket(scope, "TlsBucket", bucket_name=op.tls_bucket_name, bucket=tls_bucket,
                                     name_scope=name_scope)
@@ -71,16 +73,23 @@ class OperatorInstall:
                 if op.s3_csi_driver_role_arn else None)
             return
         cluster_name = config.cluster.eks_cluster_name or cluster.cluster_name  # type: ignore[union-attr]
+        files = config.manifests.delivery == "files"
+        execution_role_name = naming.execution_role_name(name_scope, stack.region)
+        # Files delivery: what the operator chart names must be literal, so the roles it names get known names.
+        gated_role_name = naming.physical_name(naming.dns_safe(name_scope, default="hyperpod"), "jumpstart-gated",
+                                               rule=naming.IAM_ROLE) if files else None
+        self._literal_arns = {"execution": self._role_arn(stack, execution_role_name),
+                              "gated": self._role_arn(stack, gated_role_name)} if files else {}
         self.execution_role = OperatorExecutionRole(scope, "ExecutionRole", oidc_provider_arn=oidc_provider_arn,
                                                     install_mode=op.install,
-                                                    role_name=naming.execution_role_name(name_scope, stack.region),
+                                                    role_name=execution_role_name,
                                                     sagemaker_source_account=op.sagemaker_source_account)
         roles = OperatorDependencyRoles(
             scope, "DependencyRoles", oidc_provider_arn=oidc_provider_arn,
             namespaces_for_gated=lambda: gated_namespaces(endpoints),
             alb_role_arn=op.alb_controller_role_arn, keda_role_arn=op.keda_role_arn,
             s3_csi_role_arn=op.s3_csi_driver_role_arn, sagemaker_source_account=op.sagemaker_source_account,
-            defer_gated_role=True)
+            defer_gated_role=True, gated_role_name=gated_role_name)
         self.dependency_roles = roles
         self.s3_csi_role = roles.s3_csi_role
         deps: list[Construct] = []
@@ -113,7 +122,8 @@ class OperatorInstall:
                 "applied by the stack; install them into hyperpod-inference-system yourself (their IRSA roles are "
                 "created)")
         chart = OperatorChart(delivery.k8s_app, "operator", props=OperatorChartProps(
-            version=op.version, region=cdk.Stack.of(scope).region, execution_role_arn=self.execution_role.role_arn,
+            version=op.version, region=cdk.Stack.of(scope).region,
+            execution_role_arn=self._literal_arns.get("execution") or self.execution_role.role_arn,
             tls_bucket_name=self.tls_bucket.bucket_name, eks_cluster_name=cluster_name,
             hyperpod_cluster_arn=config.cluster.hyperpod_cluster_arn,
             jumpstart_gated_model_download_role_arn=lazy_string(lambda: self._gated_role_arn() or ""),
@@ -125,7 +135,16 @@ class OperatorInstall:
     def _gated_role_arn(self) -> str | None:
         """The gated-model role's ARN once a JumpStart endpoint made it exist (the add-on then gets the key)."""
         role = self.dependency_roles.jumpstart_gated_role if self.dependency_roles is not None else None
-        return role.role_arn if role is not None else None
+        if role is None:
+            return None
+        return self._literal_arns.get("gated") or role.role_arn
+
+    @staticmethod
+    def _role_arn(stack: cdk.Stack, name: str | None) -> str | None:
+        """The literal ARN of a role named ``name`` in the stack's account (None without a name or a literal env)."""
+        if name is None or cdk.Token.is_unresolved(stack.account) or cdk.Token.is_unresolved(stack.region):
+            return None
+        return f"arn:{partition_of_region(stack.region)}:iam::{stack.account}:role/{name}"
 
     def endpoint_added(self, endpoint: Endpoint) -> None:
         """What an endpoint needs of the operator's side: a JumpStart endpoint, the gated-model role."""

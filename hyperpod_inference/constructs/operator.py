@@ -398,7 +398,8 @@ class OperatorDependencyRoles(Construct):
       ``AmazonSageMakerHyperPodGatedModelAccess``.
 
     Any ``*_role_arn`` imports that role instead of creating it (``jumpstart_gated_role_arn`` likewise).
-    ``defer_gated_role`` creates the gated-model role only when :meth:`add_gated_model_role` is called.
+    ``defer_gated_role`` creates the gated-model role only when :meth:`add_gated_model_role` is called;
+    ``gated_role_name`` gives it a physical name (default: generated).
     ``sagemaker_source_account`` (default True) makes the gated role's SageMaker trust require ``aws:SourceAccount``.
     """
 
@@ -407,8 +408,9 @@ class OperatorDependencyRoles(Construct):
                  alb_role_arn: str | None = None,
                  keda_role_arn: str | None = None, s3_csi_role_arn: str | None = None,
                  jumpstart_gated_role_arn: str | None = None, sagemaker_source_account: bool = True,
-                 defer_gated_role: bool = False) -> None:
+                 defer_gated_role: bool = False, gated_role_name: str | None = None) -> None:
         super().__init__(scope, construct_id)
+        self._gated_role_name = gated_role_name
         self._sagemaker_source_account = sagemaker_source_account
         self._oidc_provider_arn = oidc_provider_arn
         self._namespaces_for_gated = namespaces_for_gated
@@ -493,6 +495,7 @@ class OperatorDependencyRoles(Construct):
             assumed_by=iam.CompositePrincipal(
                 sagemaker_principal(self, source_account=self._sagemaker_source_account), pods),
             description="Downloads gated JumpStart models for HyperPod inference endpoints",
+            role_name=self._gated_role_name,
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(GATED_MODEL_MANAGED_POLICY)],
         )
         _acknowledge(role, {

@@ -239,4 +239,5 @@ def test_a_jumpstart_endpoint_added_later_brings_the_gated_role_trusting_exactly
         "system:serviceaccount:research:hyperpod-inference-service-account*"
     addon = next(r for r in raw["Resources"].values() if r["Type"] == "AWS::EKS::Addon"
                  and r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference")
-    assert stack.get_logical_id(role.node.default_child) in json.dumps(addon["Properties"]["ConfigurationValues"])
+    # (files delivery: the role has a known name, and the add-on its literal ARN)
+    assert f"role/{role.node.default_child.role_name}" in json.dumps(addon["Properties"]["ConfigurationValues"])

@@ -56,3 +56,20 @@ def test_a_deploy_time_value_in_a_files_manifest_fails_the_synth_naming_it(files
     # THEN the validation names the manifest and the value's source
     assert len(problems) == 1 and "manifest 'leaky'" in problems[0] and "ExecutionRole" in problems[0]
     assert cdk.Token.is_unresolved(inference.execution_role.role_arn)
+
+
+def test_chart_install_with_files_delivery_names_its_roles_literally(tmp_path) -> None:
+    # GIVEN the operator as a chart, delivered as files (GitOps applies the operator too)
+    from tests.k8s_validation import require_crds
+
+    crds = require_crds() / "v3.3"
+    data = load_yaml(FILES_CONFIG)
+    data["operator"] = {"install": "chart", "version": "v3.3", "dependencies": "create", "crdSource": str(crds)}
+    synth = synth_config(data, tmp_path, nag=True)
+    names = {r["Properties"]["RoleName"] for r in synth.resources("AWS::IAM::Role").values()
+             if isinstance(r["Properties"].get("RoleName"), str)}
+    env = {e["name"]: e.get("value") for o in synth.manifests["operator"] if o["kind"] == "Deployment"
+           for c in o["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])}
+    # THEN the operator's role ARNs are the literal ARNs of roles the template names exactly so
+    for key in ("EXECUTION_ROLE_ARN", "JUMPSTART_GATED_MODEL_DOWNLOAD_ARN"):
+        assert env[key].startswith(f"arn:aws:iam::{ACCOUNT}:role/") and env[key].rsplit("/", 1)[1] in names, key
