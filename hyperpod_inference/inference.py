@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
+import cdk8s
+import cdk8s_plus_28 as kplus
 import jsii
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_eks as eks
@@ -52,9 +54,9 @@ from .operator_install import OperatorInstall
 LEGACY_NAMESPACES_CONTEXT = "hyperpod-inference:legacyNamespaces"
 
 
-def _namespace(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}}}
+def _namespace(chart: cdk8s.Chart, name: str) -> kplus.Namespace:
+    return kplus.Namespace(chart, f"Namespace-{name}", metadata=cdk8s.ApiObjectMetadata(
+        name=name, labels={"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}))
 
 
 @dataclass
@@ -337,7 +339,8 @@ class HyperPodInference(Construct):
             return
         if self.node.try_get_context(LEGACY_NAMESPACES_CONTEXT) == "retain":
             chart = self.delivery.chart("namespaces")
-            add_objects(chart, [_namespace(ns) for ns in self.config.namespaces])
+            for ns in self.config.namespaces:
+                _namespace(chart, ns)
             unit = self.delivery.deliver(self, "namespaces", chart)
             if unit.resource is not None:
                 unit.resource.node.find_child("Resource").apply_removal_policy(cdk.RemovalPolicy.RETAIN)
@@ -346,7 +349,7 @@ class HyperPodInference(Construct):
         for ns in self.config.namespaces:
             name = f"namespace-{ns}"
             chart = self.delivery.chart(name)
-            add_objects(chart, [_namespace(ns)])
+            _namespace(chart, ns)
             self.delivery.deliver(self, name, chart, overwrite=False)
             self._namespace_units[ns] = name
 

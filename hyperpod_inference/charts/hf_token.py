@@ -34,7 +34,10 @@ def token_secret_ref(endpoint: Endpoint) -> SecretRef | None:
 
 
 def external_secret_objects(endpoint: Endpoint, *, region: str, role_arn: str) -> list[dict[str, Any]]:
-    """ServiceAccount (IRSA), SecretStore and ExternalSecret for a Secrets Manager token; [] otherwise."""
+    """ServiceAccount (IRSA), SecretStore and ExternalSecret for a Secrets Manager token; [] otherwise.
+
+    Plain objects: cdk8s-plus has no kind for the External Secrets CRDs, and its ServiceAccount always writes
+    ``automountServiceAccountToken`` (false by default), which this ServiceAccount leaves to the cluster's default."""
     hf = endpoint.model.huggingface
     if hf is None or hf.token is None or hf.token.secrets_manager_arn is None:
         return []

@@ -420,7 +420,10 @@ class NvmeAgentCode(Construct):
 
 
 def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> dict[str, Any]:
-    """The per-endpoint ServiceAccount the operator may assign to the pods (label required by the operator)."""
+    """The per-endpoint ServiceAccount the operator may assign to the pods (label required by the operator).
+
+    A plain object: cdk8s-plus's ServiceAccount always writes ``automountServiceAccountToken`` (false by default),
+    which would change what the operator's model pods get; this one leaves it to the pod spec."""
     meta: dict[str, Any] = {"name": f"{endpoint.name}-model-reader", "namespace": endpoint.namespace,
                             "labels": {**MANAGED_BY, USER_ASSIGNABLE_LABEL: "true"}}
     if role_arn:
