@@ -15,6 +15,8 @@ import copy
 import re
 from typing import Any
 
+from .operator import FIELDS_SINCE, OPERATOR_ADDON_VERSIONS, has_field
+
 # --- enums --------------------------------------------------------------------------------------------------------
 METRIC_TYPES = ("Value", "Average")  # autoScalingSpec.*Trigger*.metricType
 ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")  # intelligentRoutingSpec.routingStrategy
@@ -66,12 +68,8 @@ NVIDIA_GPU = "nvidia.com/gpu"
 NEURON = "aws.amazon.com/neuron"
 EXTENDED_RESOURCES = (NVIDIA_GPU, NEURON, "aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice")
 
-# --- which operator version has which field (CRD paths; absent = every supported version) --------------------------
-FIELD_SINCE: dict[str, str] = {
-    "spec.loadBalancer.idleTimeoutSeconds": "v3.3",
-    "spec.modelCacheConfig.imageCache": "v3.3",
-    "spec.modelCacheConfig.weightsCache": "v3.3",
-}
+# --- which operator version has which field: the releases table's (facts/operator.py), under the names used here --
+FIELD_SINCE = FIELDS_SINCE
 
 # Readable names for the patterns above in error messages ("must be <description>").
 PATTERN_DESCRIPTIONS = {
@@ -104,14 +102,7 @@ def quantity_value(q: str | int) -> float:
     return float(number) * _SUFFIX[m.group(2) or ""]
 
 
-def version_has(version: str, crd_path: str) -> bool:
-    """Whether operator ``version`` ("v3.2", "v3.3") has the field at ``crd_path``."""
-    since = FIELD_SINCE.get(crd_path)
-    return since is None or _key(version) >= _key(since)
-
-
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.lstrip("v").split("."))
+version_has = has_field
 
 # --- what the runtime presets set, and the config key that sets it (args / env a user must not repeat) -------------
 PRESET_FLAGS: dict[str, str] = {
@@ -263,8 +254,9 @@ ADDON_CONFIGURATION_PATHS: dict[str, str] = {
     "keda.enabled": "nothing (autoscaling needs KEDA)",
     "keda.auth": "operator.kedaRoleArn",
 }
-# The add-on version each validated operator version installs, and newer ones that may be pinned unvalidated.
-ADDON_VERSIONS: dict[str, str] = {"v3.2": "v1.3.0-eksbuild.1", "v3.3": "v1.4.0-eksbuild.1"}
+# The add-on version each validated operator version installs (the releases table), and newer ones that may be
+# pinned unvalidated.
+ADDON_VERSIONS = OPERATOR_ADDON_VERSIONS
 NEWER_ADDON_VERSIONS: dict[str, str] = {
     "v1.5.0-eksbuild.1": "v3.4",
     "v2.0.0-eksbuild.1": "v3.6",
