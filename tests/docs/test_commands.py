@@ -47,6 +47,7 @@ def test_make_command_names_a_target(cmd: c.Command) -> None:
     assert c.check_make(cmd.argv) == []
 
 
+@pytest.mark.e2e  # runs the CDK CLI's --help
 @pytest.mark.parametrize("cmd", CDK, ids=_ids(CDK))
 def test_cdk_command_names_a_subcommand_and_its_flags(cmd: c.Command) -> None:
     assert c.check_cdk(cmd.argv) == []
@@ -79,6 +80,7 @@ def test_kubectl_check_refuses_an_unknown_kind_or_status_field() -> None:
     assert c.check_kubectl(["kubectl", "get", "jumpstartmodels", "x", "-o", "jsonpath={.status.state}"], crds) == []
 
 
+@pytest.mark.e2e
 def test_make_and_cdk_checks_refuse_unknown_targets_and_flags() -> None:
     assert c.check_make(["make", "deploy"]) == ["make deploy: no such target"]
     assert c.check_cdk(["npx", "cdk", "deploy", "--no-such-flag"]) == ["cdk deploy: no flag --no-such-flag"]

@@ -42,6 +42,7 @@ def test_cli_prints_only_its_answer(args: list[str]) -> None:
     assert done.stderr == ""
 
 
+@pytest.mark.e2e  # a real synth through jsii and Node.js
 def test_readme_python_snippet_prints_no_banner_or_byte_string(tmp_path) -> None:
     # GIVEN the README's synth snippet run as a script with the documented PATH WHEN it synthesizes THEN it is quiet
     node = REPO / "node_modules" / ".bin" / "node"
