@@ -52,10 +52,10 @@ test: deps
 lint: $(STAMP)
 	$(BIN)/ruff check hyperpod_inference tests benchmarks
 
-# stdout is the schema alone (`make schema > hyperpod.schema.json`): bootstrapping, if any, reports on stderr
-schema:
-	@$(MAKE) --no-print-directory -s $(STAMP) 1>&2
-	@$(BIN)/python -m hyperpod_inference schema
+# make schema: hyperpod.schema.json (the config file's JSON Schema, for editors) and docs/config-reference.md from it
+schema: $(STAMP)
+	@$(BIN)/python -m hyperpod_inference schema -o hyperpod.schema.json
+	@$(BIN)/python tools/config_reference.py --schema hyperpod.schema.json --out docs/config-reference.md
 
 # make diagram: docs/architecture.png (+ .dot) from the synth output; synthesizes first when $(OUT) is missing
 diagram: $(STAMP)

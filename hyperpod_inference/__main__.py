@@ -1,4 +1,4 @@
-"""``python -m hyperpod_inference schema`` prints the JSON Schema of the config file;
+"""``python -m hyperpod_inference schema [-o FILE]`` prints (or writes) the JSON Schema of the config file;
 ``python -m hyperpod_inference validate FILE`` checks a config without synthesizing."""
 
 from __future__ import annotations
@@ -8,17 +8,29 @@ import json
 import sys
 
 
+def schema_text(schema: dict) -> str:
+    """The schema as committed in hyperpod.schema.json: two-space indented JSON, keys in model order, final newline."""
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hyperpod-inference", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("schema", help="print the JSON Schema of the config file")
+    schema = sub.add_parser("schema", help="print the JSON Schema of the config file")
+    schema.add_argument("-o", "--output", help="write it to this file instead (e.g. hyperpod.schema.json)")
     check = sub.add_parser("validate", help="validate a config file and report every problem")
     check.add_argument("file")
     args = parser.parse_args(argv)
     from .config import ConfigError, config_json_schema, load_config
 
     if args.command == "schema":
-        print(json.dumps(config_json_schema(), indent=2))
+        text = schema_text(config_json_schema())
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as out:
+                out.write(text)
+            print(f"wrote {args.output}")
+        else:
+            sys.stdout.write(text)
         return 0
     try:
         load_config(args.file)

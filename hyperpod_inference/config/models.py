@@ -8,7 +8,7 @@ and report every problem with its own path, so a config with five mistakes shows
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -33,8 +33,10 @@ from ..facts import safety as safety_rules
 from ..facts.runtimes import PRESETS, dlc_registry_problem
 from . import safety
 from .production import (
+    SCHEMA_DOCS,
     AdditionalConfig,
     AutoScalingSpec,
+    CrdPaths,
     EnvValue,
     ImageCache,
     IntelligentRoutingSpec,
@@ -44,6 +46,7 @@ from .production import (
     LoadBalancerSpec,
     Metrics,
     MigProfile,
+    NoCrd,
     NodeAffinity,
     PdSpec,
     Probes,
@@ -64,7 +67,7 @@ class Strict(BaseModel):
     """camelCase keys, unknown keys rejected, immutable once validated."""
 
     model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True, populate_by_name=False,
-                              regex_engine="python-re")
+                              regex_engine="python-re", **SCHEMA_DOCS)
 
 
 def _err(loc: Loc, message: str, value: Any = None) -> InitErrorDetails:
@@ -116,8 +119,14 @@ ContentType = Annotated[str, StringConstraints(pattern=rules.CONTENT_TYPE, min_l
 class Env(Strict):
     """Where the stack deploys. Both are literal so physical names and manifests are known at synth time."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "account": NoCrd("AWS side, not the custom resource"),
+        "region": NoCrd("AWS side, not the custom resource"),
+    }
     account: Annotated[str, StringConstraints(pattern=rules.ACCOUNT)]
+    """The 12-digit AWS account ID."""
     region: Annotated[str, StringConstraints(pattern=rules.REGION)]
+    """The AWS region, e.g. us-west-2."""
 
 
 class Cluster(Strict):
@@ -125,13 +134,34 @@ class Cluster(Strict):
     field; ``HyperPodInference`` given a cluster object needs only ``hyperpodClusterArn`` (and ``oidcProviderArn``
     unless the object carries a literal one)."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "eks_cluster_name": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider "
+                                  "by it"),
+        "kubectl_role_arn": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider "
+                                  "by it"),
+        "oidc_provider_arn": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider"
+                                   " by it"),
+        "vpc_id": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider by it"),
+        "kubectl_subnet_ids": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC "
+                                    "provider by it"),
+        "kubectl_security_group_id": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC "
+                                           "provider by it"),
+        "hyperpod_cluster_arn": NoCrd("the operator add-on's hyperpodClusterArn value"),
+    }
     eks_cluster_name: Annotated[str, StringConstraints(pattern=rules.EKS_CLUSTER_NAME)] | None = None
+    """The EKS cluster of the HyperPod cluster."""
     hyperpod_cluster_arn: Annotated[str, StringConstraints(pattern=rules.HYPERPOD_CLUSTER_ARN)]
+    """The HyperPod cluster's ARN (the operator needs it for data capture)."""
     kubectl_role_arn: RoleArn | None = None
+    """A role mapped to cluster-admin that the kubectl provider assumes (EKS access entry or aws-auth)."""
     oidc_provider_arn: Annotated[str, StringConstraints(pattern=rules.OIDC_PROVIDER_ARN)] | None = None
+    """The cluster's IAM OIDC provider; IRSA trust conditions are parsed from it."""
     vpc_id: Annotated[str, StringConstraints(pattern=rules.VPC_ID)] | None = None
+    """The cluster's VPC."""
     kubectl_subnet_ids: list[Annotated[str, StringConstraints(pattern=rules.SUBNET_ID)]] = Field(default_factory=list)
+    """Private API endpoint only: subnets the kubectl handler runs in."""
     kubectl_security_group_id: Annotated[str, StringConstraints(pattern=rules.SECURITY_GROUP_ID)] | None = None
+    """Private API endpoint only: the security group of the kubectl handler (needs kubectlSubnetIds)."""
 
     @model_validator(mode="after")
     def _private_endpoint(self) -> Cluster:
@@ -145,18 +175,56 @@ class Cluster(Strict):
 class Operator(Strict):
     """How the HyperPod inference operator is installed (add-on, cdk8s chart, or already there)."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "install": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a custom resource "
+                         "field"),
+        "version": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a custom resource "
+                         "field"),
+        "dependencies": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a custom "
+                              "resource field"),
+        "tls_bucket_name": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a custom "
+                                 "resource field"),
+        "crd_source": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a custom "
+                            "resource field"),
+        "addon_version": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a custom "
+                               "resource field"),
+        "alb_controller_role_arn": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a "
+                                         "custom resource field"),
+        "keda_role_arn": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a custom "
+                               "resource field"),
+        "s3_csi_driver_role_arn": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a "
+                                        "custom resource field"),
+        "execution_role_arn": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a custom"
+                                    " resource field"),
+        "sagemaker_source_account": NoCrd("operator installation (add-on configurationValues, chart or IAM), not a "
+                                          "custom resource field"),
+        "addon_configuration_overrides": NoCrd("operator installation (add-on configurationValues, chart or IAM), "
+                                               "not a custom resource field"),
+    }
     install: Literal["addon", "chart", "existing"] = "addon"
+    """addon (the EKS add-on), chart (the operator's Helm chart as a cdk8s chart), or existing (installs nothing; needs
+    executionRoleArn)."""
     version: Literal[operator_facts.OPERATOR_VERSIONS] = operator_facts.DEFAULT_OPERATOR_VERSION  # type: ignore[valid-type]
+    """The operator version whose CRD fields the config may use (fields the version lacks are refused)."""
     dependencies: Literal["create", "existing"] = "create"
+    """create the S3 / FSx CSI drivers, metrics-server and cert-manager add-ons, or use existing ones."""
     tls_bucket_name: BucketName | None = None
+    """Import this TLS certificate bucket; null creates hyperpod-tls-<stack>-<account>-<region> (retained)."""
     crd_source: str | None = None
+    """install: chart only: a folder holding the operator's CRD YAML files."""
     addon_version: Annotated[str, StringConstraints(pattern=rules.EKS_ADDON_VERSION)] | None = None
+    """install: addon only: pin the add-on version (vX.Y.Z-eksbuild.N); default from the version table."""
     alb_controller_role_arn: RoleArn | None = None
+    """Use this IRSA role for the ALB controller instead of creating one."""
     keda_role_arn: RoleArn | None = None
+    """Use this IRSA role for KEDA instead of creating one."""
     s3_csi_driver_role_arn: RoleArn | None = None
+    """Use this IRSA role for the S3 CSI driver instead of creating one."""
     execution_role_arn: RoleArn | None = None  # install: existing: the operator's role (feature policies attach to it)
+    """install: existing only: the operator's execution role (feature policies attach to it)."""
     # sagemaker.amazonaws.com trusts require aws:SourceAccount = env.account (false drops the condition)
     sagemaker_source_account: bool = True
+    """The sagemaker.amazonaws.com trusts require aws:SourceAccount = env.account; false drops the condition."""
     addon_configuration_overrides: dict[str, Any] | None = Field(
         default=None, description="install: addon only: an RFC 7386 merge patch applied last to the add-on's "
                                   "configurationValues (refused on the keys the library sets).")
@@ -195,7 +263,12 @@ class Operator(Strict):
 class Manifests(Strict):
     """kubectl: the stack applies the charts through the cluster's kubectl provider. files: written for GitOps only."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "delivery": NoCrd("how the stack delivers the manifests"),
+    }
     delivery: Literal["kubectl", "files"] = "kubectl"
+    """kubectl: the stack applies the objects through the cluster's kubectl provider; files: written for GitOps only
+    (every value must be known at synth)."""
 
 
 # ------------------------------------------------------------------------------------------------------------ capture
@@ -209,21 +282,47 @@ def _bool_or_object(schema: dict[str, Any]) -> None:
 class CaptureAnalyticsSettings(Strict):
     """``capture.analytics``: Glue tables, an Athena workgroup and ready queries over the captured data."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "enabled": NoCrd("AWS side, not the custom resource (Glue tables and an Athena workgroup)"),
+        "bytes_scanned_cutoff_mb": NoCrd("AWS side, not the custom resource (the workgroup's per-query limit)"),
+        "results_retention_days": NoCrd("AWS side, not the custom resource (a lifecycle rule on the results prefix)"),
+    }
+
     enabled: bool = True
+    """Create the Glue database and tables, the Athena workgroup and the named queries."""
     bytes_scanned_cutoff_mb: Annotated[int, Field(ge=analytics_facts.MIN_BYTES_SCANNED_CUTOFF_MB,
                                                   alias="bytesScannedCutoffMB")] = 1000
+    """The workgroup's limit of data scanned per query, in MB (at least 10)."""
     results_retention_days: Annotated[int, Field(ge=1, le=36500)] = 30
+    """Days until query results under the capture bucket's results prefix expire (a bucket the stack creates)."""
 
 
 class Capture(Strict):
     """The capture bucket and key shared by every endpoint's data capture."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "bucket_name": NoCrd("not verbatim: the library derives spec.dataCapture.s3Uri from it"),
+        "bucket_account": NoCrd("AWS side, not the custom resource (import check)"),
+        "bucket_encryption": NoCrd("AWS side, not the custom resource (import check)"),
+        "prefix": NoCrd("not verbatim: the library derives spec.dataCapture.s3Uri from it"),
+        "retention_days": NoCrd("AWS side, not the custom resource (bucket lifecycle)"),
+        "kms": NoCrd("not verbatim: the library derives spec.dataCapture.sagemakerEndpoint.kmsKeyId, "
+                     "spec.dataCapture.modelPod.kmsKeyId from it"),
+        "analytics": NoCrd("AWS side, not the custom resource (Glue tables and an Athena workgroup)"),
+    }
     bucket_name: BucketName | None = None
+    """Import this bucket; null creates <stack>-capture-<account>-<region> (SSE-S3, versioned, access-logged,
+    retained)."""
     bucket_account: Annotated[str, StringConstraints(pattern=rules.ACCOUNT)] | None = None
+    """An imported bucket's account (must be the cluster's account)."""
     bucket_encryption: Literal["SSE-S3", "SSE-KMS"] | None = None
+    """An imported bucket's default encryption (SSE-KMS refuses ALB access logs)."""
     prefix: Annotated[str, StringConstraints(pattern=rules.CAPTURE_PREFIX, max_length=rules.CAPTURE_PREFIX_MAX)] = "data-capture"
+    """The key prefix every tier writes under."""
     retention_days: Annotated[int, Field(ge=1, le=36500)] = 365
+    """Lifecycle: current and noncurrent versions expire after this many days (created bucket)."""
     kms: str = "create"
+    """create (a rotating customer-managed key, retained), none, or an existing key ARN; encrypts tiers 1 and 3."""
     analytics: CaptureAnalyticsSettings = Field(default_factory=CaptureAnalyticsSettings,
                                                 json_schema_extra=_bool_or_object)
     """``true`` (default) | ``false`` | the settings; a boolean becomes the settings with ``enabled`` set."""
@@ -260,25 +359,55 @@ class Capture(Strict):
 class Domain(Strict):
     """The DNS zone and certificate for endpoint domain names."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "zone_name": NoCrd("AWS side, not the custom resource (the zone)"),
+        "hosted_zone_id": NoCrd("not verbatim: the library derives spec.dnsConfig.hostedZoneId from it"),
+        "certificate_arn": NoCrd("not verbatim: the library derives spec.tlsConfig.customCertificateConfig.acmArn "
+                                 "from it"),
+        "wildcard": NoCrd("AWS side, not the custom resource (the issued certificate's names)"),
+    }
     zone_name: DomainName
+    """The Route 53 zone every endpoint domainName lies in."""
     hosted_zone_id: Annotated[str, StringConstraints(pattern=rules.HOSTED_ZONE_ID)] | None = None
+    """Import this hosted zone; absent creates a public zone named zoneName."""
     certificate_arn: Annotated[str, StringConstraints(pattern=rules.ACM_ARN_CRD)] | None = None
+    """Import this ACM certificate (same region); absent issues one validated through the zone."""
     wildcard: bool | None = None
+    """Issued certificate only: cover *.zoneName instead of each endpoint's name."""
 
 
 # ------------------------------------------------------------------------------------------------------------- models
 class KubernetesSecretRef(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "name": NoCrd("not verbatim: the library derives "
+                      "spec.modelSourceConfig.huggingFaceModel.tokenSecretRef.name from it"),
+        "key": NoCrd("not verbatim: the library derives spec.modelSourceConfig.huggingFaceModel.tokenSecretRef.key "
+                     "from it"),
+    }
     name: DnsSubdomain
+    """The Secret in the endpoint's namespace."""
     key: Annotated[str, StringConstraints(pattern=rules.SECRET_KEY, max_length=253)] = "token"
+    """The key holding the token."""
 
 
 class HfToken(Strict):
     """Exactly one: an existing Kubernetes Secret in the endpoint's namespace, or a Secrets Manager secret synced in."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "secrets_manager_arn": NoCrd("synced into a Secret by an ExternalSecret; the resource gets tokenSecretRef"),
+        "kms_key_arn": NoCrd("AWS side, not the custom resource (the token reader role's kms:Decrypt)"),
+        "json_property": NoCrd("the ExternalSecret's remoteRef.property"),
+        "kubernetes_secret": NoCrd("not verbatim: the library derives "
+                                   "spec.modelSourceConfig.huggingFaceModel.tokenSecretRef from it"),
+    }
     secrets_manager_arn: Annotated[str, StringConstraints(pattern=rules.SECRETS_MANAGER_ARN)] | None = None
+    """A Secrets Manager secret synced into the namespace by External Secrets Operator."""
     kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None  # the secret's CMK, if any
+    """The secret's customer-managed key, if any (the reader role gets kms:Decrypt)."""
     json_property: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None  # key in a JSON secret
+    """The key inside a JSON secret that holds the token."""
     kubernetes_secret: KubernetesSecretRef | None = None
+    """An existing Kubernetes Secret in the endpoint's namespace."""
 
     @model_validator(mode="after")
     def _one(self) -> HfToken:
@@ -297,22 +426,38 @@ def _at(path: str) -> dict[str, Any]:
 
 
 class HuggingFaceSource(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "token": NoCrd("not verbatim: the library derives spec.modelSourceConfig.huggingFaceModel.tokenSecretRef "
+                       "from it"),
+    }
     model_id: Annotated[str, StringConstraints(pattern=rules.HF_MODEL_ID)] = Field(
         **_at("spec.modelSourceConfig.huggingFaceModel.modelId"))
+    """The Hub model ID, e.g. Qwen/Qwen2.5-7B-Instruct."""
     commit_sha: Annotated[str, StringConstraints(pattern=rules.HF_COMMIT_SHA)] | None = Field(
         default=None, alias="commitSHA", **_at("spec.modelSourceConfig.huggingFaceModel.commitSHA"))
+    """The 40-character commit to pin (quote it); omitted = follow main (warned)."""
     token: HfToken | None = None
+    """The token for a gated or private model, kept out of every template and manifest."""
     prefetch: bool = Field(True, **_at("spec.modelSourceConfig.prefetchEnabled"))
+    """Let the operator download the weights before the worker starts."""
 
 
 class S3Source(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "kms_key_arn": NoCrd("AWS side, not the custom resource (the model reader's kms:Decrypt)"),
+    }
     bucket: BucketName = Field(**_at("spec.modelSourceConfig.s3Storage.bucketName"))
+    """The bucket holding the weights."""
     prefix: Annotated[str, StringConstraints(pattern=rules.S3_PREFIX, max_length=1024)] = Field(
         "", **_at("spec.modelSourceConfig.modelLocation"))
+    """The folder of the weights in the bucket."""
     region: Annotated[str, StringConstraints(pattern=rules.REGION)] | None = Field(
         None, **_at("spec.modelSourceConfig.s3Storage.region"))
+    """The bucket's region; default the stack's."""
     kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None
+    """The bucket's customer-managed key, if any (the reader gets kms:Decrypt)."""
     prefetch: bool | None = crd("spec.modelSourceConfig.prefetchEnabled")
+    """Let the operator copy the weights before the worker starts."""
 
     _literal_prefix = field_validator("prefix", mode="before")(_literal_prefix)
 
@@ -324,11 +469,18 @@ class S3Source(Strict):
 
 
 class FsxSource(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "node_path": NoCrd("the NVMe agent's source folder (weightCache.mode: daemonset)"),
+    }
     file_system_id: Annotated[str, StringConstraints(pattern=rules.FSX_ID)] = Field(
         **_at("spec.modelSourceConfig.fsxStorage.fileSystemId"))
+    """The FSx for Lustre file system (fs-...)."""
     path: AbsolutePath = Field("/", **_at("spec.modelSourceConfig.modelLocation"))
+    """The folder of the weights on the file system."""
     node_path: AbsolutePath | None = None  # where the file system is mounted on the nodes (daemonset cache source)
+    """Where the file system is mounted on the nodes (daemonset cache source)."""
     prefetch: bool | None = crd("spec.modelSourceConfig.prefetchEnabled")
+    """Let the operator copy the weights before the worker starts."""
 
     _safe_node_path = field_validator("node_path")(_safe_host_path)
 
@@ -336,22 +488,37 @@ class FsxSource(Strict):
 class JumpStartSource(Strict):
     model_id: Annotated[str, StringConstraints(pattern=prod_facts.JSM_MODEL_ID, max_length=63)] = Field(
         **_at("spec.model.modelId"))
+    """The JumpStart model ID."""
     accept_eula: bool = Field(False, **_at("spec.model.acceptEula"))
+    """Accept the model's end-user licence."""
     model_hub_name: Annotated[str, StringConstraints(pattern=prod_facts.JSM_MODEL_ID, max_length=63)] | None = Field(
         None, **_at("spec.model.modelHubName"))
+    """A private model hub to take the model from."""
     model_version: JumpStartModelVersion | None = crd(
         "spec.model.modelVersion", description="A version such as 1.0.0 (stricter than the CRD, whose pattern leaves "
                                                "the dots unescaped).")
     additional_configs: Annotated[list[AdditionalConfig], Field(max_length=prod_facts.ADDITIONAL_CONFIGS_MAX)] | None = \
         crd("spec.model.additionalConfigs")
+    """Extra name/value settings passed to JumpStart."""
     gated_model_download_role: JsmRoleArn | None = crd("spec.model.gatedModelDownloadRole")
+    """The role that downloads a gated model."""
 
 
 class ModelSource(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "huggingface": NoCrd("not verbatim: the library derives spec.modelSourceConfig.huggingFaceModel from it"),
+        "s3": NoCrd("not verbatim: the library derives spec.modelSourceConfig.s3Storage from it"),
+        "fsx": NoCrd("not verbatim: the library derives spec.modelSourceConfig.fsxStorage from it"),
+        "jumpstart": NoCrd("not verbatim: the library derives spec.model from it"),
+    }
     huggingface: HuggingFaceSource | None = None
+    """Weights from the Hugging Face Hub."""
     s3: S3Source | None = None
+    """Weights from an S3 prefix."""
     fsx: FsxSource | None = None
+    """Weights from FSx for Lustre."""
     jumpstart: JumpStartSource | None = None
+    """A SageMaker JumpStart model (kind: JumpStartModel)."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ModelSource:
@@ -367,11 +534,25 @@ class ModelSource(Strict):
 
 
 class WeightCache(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "mode": NoCrd("not verbatim: the library derives spec.modelCacheConfig.weightsCache from it"),
+        "host_path": NoCrd("not verbatim: the library derives spec.modelCacheConfig.weightsCache.hostPath from it"),
+        "volume_name": NoCrd("not verbatim: the library derives spec.worker.modelVolumeMount.name from it"),
+        "agent_image": NoCrd("the NVMe agent DaemonSet and init container image"),
+        "min_free_percent": NoCrd("the NVMe agent's eviction threshold"),
+        "share_across_namespaces": NoCrd("the NVMe agent's cache layout"),
+    }
     mode: Literal["off", "operator", "daemonset"] = "off"
+    """off; operator (the operator's weights cache, v3.3); daemonset (the NVMe agent warms every GPU node, an init
+    container falls back to the source)."""
     host_path: AbsolutePath = "/opt/dlami/nvme"
+    """The node's NVMe mount the cache lives under."""
     volume_name: DnsLabel = "nvme-model"
+    """The name of the model volume in the worker pod."""
     agent_image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    """daemonset: the image that runs the NVMe agent; default a public Python image."""
     min_free_percent: Annotated[int, Field(ge=0, le=90)] = 10
+    """daemonset: evict least-recently-used models to keep this share of the disk free."""
     share_across_namespaces: bool = Field(
         default=False, description="daemonset: one cache root for every namespace instead of "
                                    "<hostPath>/<namespace>/ (warned: the namespaces' pods then mount each other's models)")
@@ -389,8 +570,16 @@ class WeightCache(Strict):
 
 # ------------------------------------------------------------------------------------------------------- data capture
 class ContentTypeHeader(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "csv_content_types": NoCrd("not verbatim: the library derives captureContentTypeHeader.csvContentTypes from"
+                                   " it"),
+        "json_content_types": NoCrd("not verbatim: the library derives captureContentTypeHeader.jsonContentTypes "
+                                    "from it"),
+    }
     csv_content_types: Annotated[list[ContentType], Field(min_length=1, max_length=rules.CONTENT_TYPES_MAX)] | None = None
+    """Content types captured as CSV."""
     json_content_types: Annotated[list[ContentType], Field(min_length=1, max_length=rules.CONTENT_TYPES_MAX)] | None = None
+    """Content types captured as JSON."""
 
     @field_validator("csv_content_types", "json_content_types")
     @classmethod
@@ -413,10 +602,23 @@ def _unique_modes(v: list[str]) -> list[str]:
 class SagemakerEndpointCapture(Strict):
     """Tier 1: at the SageMaker endpoint (Model Monitor compatible). Needs sagemakerEndpointName."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "enabled": NoCrd("not verbatim: the library derives spec.dataCapture.sagemakerEndpoint.enabled from it"),
+        "initial_sampling_percentage": NoCrd("not verbatim: the library derives "
+                                             "spec.dataCapture.sagemakerEndpoint.initialSamplingPercentage from it"),
+        "capture_modes": NoCrd("not verbatim: the library derives "
+                               "spec.dataCapture.sagemakerEndpoint.captureOptions[].captureMode from it"),
+        "capture_content_type_header": NoCrd("not verbatim: the library derives "
+                                             "spec.dataCapture.sagemakerEndpoint.captureContentTypeHeader from it"),
+    }
     enabled: bool = True
+    """Turn the tier on."""
     initial_sampling_percentage: Sampling | None = None
+    """Share of requests captured (0-100)."""
     capture_modes: CaptureModes = Field(default_factory=lambda: ["Input", "Output"])
+    """Input, Output or both."""
     capture_content_type_header: ContentTypeHeader | None = None
+    """Which content types are captured as CSV or JSON."""
 
     @field_validator("capture_modes")
     @classmethod
@@ -427,20 +629,46 @@ class SagemakerEndpointCapture(Strict):
 class LoadBalancerCapture(Strict):
     """Tier 2: ALB access logs (S3 default encryption only)."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "enabled": NoCrd("not verbatim: the library derives spec.dataCapture.loadBalancer.enabled from it"),
+    }
     enabled: bool = True
+    """Turn ALB access logs on."""
 
 
 class ModelPodCapture(Strict):
     """Tier 3: in the model pod: full payloads with sampling, buffering and a payload cap."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "enabled": NoCrd("not verbatim: the library derives spec.dataCapture.modelPod.enabled from it"),
+        "initial_sampling_percentage": NoCrd("not verbatim: the library derives "
+                                             "spec.dataCapture.modelPod.initialSamplingPercentage from it"),
+        "capture_modes": NoCrd("not verbatim: the library derives "
+                               "spec.dataCapture.modelPod.captureOptions[].captureMode from it"),
+        "capture_content_type_header": NoCrd("not verbatim: the library derives "
+                                             "spec.dataCapture.modelPod.captureContentTypeHeader from it"),
+        "batch_size": NoCrd("not verbatim: the library derives spec.dataCapture.modelPod.bufferConfig.batchSize "
+                            "from it"),
+        "flush_interval_seconds": NoCrd("not verbatim: the library derives "
+                                        "spec.dataCapture.modelPod.bufferConfig.flushIntervalSeconds from it"),
+        "max_payload_size_kb": NoCrd("not verbatim: the library derives "
+                                     "spec.dataCapture.modelPod.payloadConfig.maxPayloadSizeKB from it"),
+    }
     enabled: bool = True
+    """Turn the tier on."""
     initial_sampling_percentage: Sampling | None = None
+    """Share of requests captured (0-100)."""
     capture_modes: CaptureModes = Field(default_factory=lambda: ["Input", "Output"])
+    """Input, Output or both."""
     capture_content_type_header: ContentTypeHeader | None = None
+    """Which content types are captured as CSV or JSON."""
     batch_size: Annotated[int, Field(ge=rules.BATCH_SIZE_RANGE[0], le=rules.BATCH_SIZE_RANGE[1])] | None = None
+    """Records buffered before a write (1-1000)."""
     flush_interval_seconds: Annotated[int, Field(ge=rules.FLUSH_INTERVAL_RANGE[0], le=rules.FLUSH_INTERVAL_RANGE[1])] | None = None
+    """Longest time a record waits in the buffer (10-300)."""
     max_payload_size_kb: Annotated[int, Field(ge=rules.MAX_PAYLOAD_KB_RANGE[0], le=rules.MAX_PAYLOAD_KB_RANGE[1])] | None = Field(
         default=None, alias="maxPayloadSizeKB")
+    """Payloads above this are cut (0-10240; 0 = no cap)."""
 
     @field_validator("capture_modes")
     @classmethod
@@ -449,9 +677,17 @@ class ModelPodCapture(Strict):
 
 
 class DataCapture(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "sagemaker_endpoint": NoCrd("not verbatim: the library derives spec.dataCapture.sagemakerEndpoint from it"),
+        "load_balancer": NoCrd("not verbatim: the library derives spec.dataCapture.loadBalancer from it"),
+        "model_pod": NoCrd("not verbatim: the library derives spec.dataCapture.modelPod from it"),
+    }
     sagemaker_endpoint: SagemakerEndpointCapture | None = None
+    """Tier 1: at the SageMaker endpoint (needs sagemakerEndpointName)."""
     load_balancer: LoadBalancerCapture | None = None
+    """Tier 2: ALB access logs."""
     model_pod: ModelPodCapture | None = None
+    """Tier 3: full payloads in the model pod."""
 
     @property
     def any_enabled(self) -> bool:
@@ -462,11 +698,26 @@ class Verify(Strict):
     """The post-deploy check. ``payload``: a string sent as given, or a YAML mapping or list sent as JSON (JSON content
     types only); None = the runtime's default. ``showResponse``: also report the answer's first bytes."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "payload": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's resource"),
+        "content_type": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's resource"),
+        "fail_deployment": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's "
+                                 "resource"),
+        "show_response": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's "
+                               "resource"),
+        "timeout_minutes": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's "
+                                 "resource"),
+    }
     payload: str | dict[str, Any] | list[Any] | None = None
+    """The request body: a string sent as given, or a mapping or list sent as JSON; default the runtime's."""
     content_type: ContentType = "application/json"
+    """The request's content type."""
     fail_deployment: bool = False
+    """Fail (and roll back) the deployment when the endpoint does not answer."""
     show_response: bool = False
+    """Report the first bytes of the answer."""
     timeout_minutes: Annotated[int, Field(ge=5, le=60)] = 60
+    """How long to wait for the endpoint (5-60)."""
 
     @model_validator(mode="after")
     def _json_payload(self) -> Verify:
@@ -487,11 +738,21 @@ class Resources(Strict):
     Either the shorthand ``cpu`` / ``memory`` (request = limit), or ``requests`` / ``limits`` as Kubernetes takes
     them; ``gpus`` goes with both and overrides the instance table's count."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "cpu": NoCrd("not verbatim: the library derives spec.worker.resources from it"),
+        "memory": NoCrd("not verbatim: the library derives spec.worker.resources from it"),
+        "gpus": NoCrd("not verbatim: the library derives spec.worker.resources from it"),
+    }
     cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = None
+    """CPU request = limit, e.g. 8 or 500m."""
     memory: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$")] | None = None
+    """Memory request = limit, e.g. 64Gi."""
     gpus: Annotated[int, Field(ge=0, le=64)] | None = None
+    """Accelerators per pod, overriding the instance table's count."""
     requests: dict[ResourceName, Quantity] | None = crd("spec.worker.resources.requests")
+    """Kubernetes resource requests."""
     limits: dict[ResourceName, Quantity] | None = crd("spec.worker.resources.limits")
+    """Kubernetes resource limits."""
 
     @model_validator(mode="after")
     def _one_form(self) -> Resources:
@@ -524,55 +785,113 @@ JSM_ONLY = ("acceleratorPartitionType", "acceleratorPartitionValidation", "execu
 
 
 class Endpoint(Strict):
+    crd_paths: ClassVar[CrdPaths] = {
+        "name": NoCrd("not verbatim: the library derives metadata.name, spec.modelName from it"),
+        "namespace": NoCrd("not verbatim: the library derives metadata.namespace from it"),
+        "kind": NoCrd("the resource's kind"),
+        "sagemaker_endpoint_name": NoCrd("not verbatim: the library derives spec.endpointName, "
+                                         "spec.sageMakerEndpoint.name from it"),
+        "instance_type": NoCrd("not verbatim: the library derives spec.instanceType, spec.server.instanceType from "
+                               "it"),
+        "runtime": NoCrd("not verbatim: the library derives spec.worker from it"),
+        "image": NoCrd("not verbatim: the library derives spec.worker.image from it"),
+        "port": NoCrd("not verbatim: the library derives spec.worker.modelInvocationPort.containerPort from it"),
+        "args": NoCrd("not verbatim: the library derives spec.worker.args from it"),
+        "env": NoCrd("not verbatim: the library derives spec.worker.environmentVariables, spec.environmentVariables"
+                     " from it"),
+        "resources": NoCrd("not verbatim: the library derives spec.worker.resources from it"),
+        "model": NoCrd("not verbatim: the library derives spec.modelSourceConfig, spec.model from it"),
+        "weight_cache": NoCrd("not verbatim: the library derives spec.modelCacheConfig from it"),
+        "data_capture": NoCrd("not verbatim: the library derives spec.dataCapture from it"),
+        "domain_name": NoCrd("not verbatim: the library derives spec.tlsConfig.customCertificateConfig.domainName "
+                             "from it"),
+        "verify": NoCrd("the post-deploy check (a Lambda-backed custom resource)"),
+        "spec_overrides": NoCrd("merged last into the resource's spec as given (RFC 7386)"),
+    }
     name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)] = Field(
         description="metadata.name and spec.modelName: a DNS-1123 label (stricter than the CRD's modelName pattern, "
                     "which has no end anchor)")
     namespace: DnsLabel
+    """The namespace of the custom resource."""
     kind: Literal["InferenceEndpointConfig", "JumpStartModel"] = "InferenceEndpointConfig"
+    """InferenceEndpointConfig or JumpStartModel."""
     sagemaker_endpoint_name: Annotated[str, StringConstraints(pattern=rules.ENDPOINT_NAME, max_length=63),
                                        _rule(rules.endpoint_name_problem)] | None = None
+    """Register a SageMaker endpoint of this name (needed by tier-1 capture and verify)."""
     instance_type: InstanceType | None = None
+    """The instance type the pods run on, e.g. ml.g5.12xlarge."""
     instance_types: Annotated[list[InstanceType], Field(min_length=1, max_length=20)] | None = crd(
         "spec.instanceTypes", description="Instance types in order of preference (exclusive with instanceType and "
                                           "nodeAffinity).")
     node_affinity: NodeAffinity | None = crd("spec.nodeAffinity")
+    """Node affinity (exclusive with instanceType and instanceTypes)."""
     replicas: Annotated[int, Field(ge=1, le=1000)] = Field(1, **_at("spec.replicas"))
+    """Number of model pods."""
     runtime: Literal["vllm", "tgi", "sglang", "custom"] | None = None
+    """The serving preset (vllm, tgi, sglang) or custom (needs image and port); default vllm."""
     image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    """The worker image (custom, or overriding the preset's)."""
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    """The container port the model answers on."""
     port_name: Literal["http", "grpc"] | None = crd("spec.worker.modelInvocationPort.name")
+    """The invocation port's name (http or grpc)."""
     command: Annotated[list[Annotated[str, StringConstraints(min_length=1)]], Field(min_length=1)] | None = crd(
         "spec.worker.command", description="runtime: custom only (the presets set their own).")
     args: list[str] | None = None
+    """Extra worker arguments (not the flags the preset sets)."""
     working_dir: AbsolutePath | None = crd("spec.worker.workingDir")
+    """The worker's working directory."""
     env: dict[EnvName, EnvValue] | None = None
+    """Worker environment variables (a value, or valueFrom)."""
     resources: Resources | None = None
+    """Worker CPU, memory and accelerators."""
     probes: Probes | None = crd("spec.worker.probes")
+    """Worker liveness, readiness and startup probes."""
     request_limits: RequestLimits | None = crd("spec.worker.requestLimits")
+    """Concurrency and queue limits of the worker."""
     invocation_endpoint: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=256)] | None = \
         Field(None, **_at("spec.invocationEndpoint"))
+    """The route requests are sent to; default the preset's."""
     health_check_path: Annotated[str, StringConstraints(pattern=prod_facts.HEALTH_CHECK_PATH)] | None = Field(
         None, **_at("spec.loadBalancer.healthCheckPath"))
+    """The ALB health check path; default the preset's."""
     load_balancer: LoadBalancerSpec | None = crd("spec.loadBalancer")
+    """ALB settings."""
     auto_scaling_spec: AutoScalingSpec | None = crd("spec.autoScalingSpec")
+    """KEDA autoscaling."""
     intelligent_routing_spec: IntelligentRoutingSpec | None = crd("spec.intelligentRoutingSpec")
+    """The operator's intelligent routing."""
     kv_cache_spec: KvCacheSpec | None = crd("spec.kvCacheSpec")
+    """The operator's KV cache (L1 / L2)."""
     metrics: Metrics | None = crd("spec.metrics")
+    """Metrics scraping."""
     pd_spec: PdSpec | None = crd("spec.pdSpec")
+    """Disaggregated prefill and decode."""
     tags: Annotated[list[Tag], Field(max_length=50)] | None = crd("spec.tags")
+    """Tags of the SageMaker endpoint."""
     max_deploy_time_in_seconds: Annotated[int, Field(ge=60, le=2**31 - 1)] | None = crd("spec.maxDeployTimeInSeconds")
+    """How long the operator waits for the deployment."""
     model_version: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = crd("spec.modelVersion")
+    """The model version recorded on the SageMaker endpoint."""
     scheduler_name: DnsSubdomain | None = crd("spec.kubernetes.schedulerName")
+    """The Kubernetes scheduler of the pods."""
     image_cache: ImageCache | None = crd("spec.modelCacheConfig.imageCache", description="v3.3 and later")
     accelerator_partition_type: MigProfile | None = crd(
         "spec.server.acceleratorPartitionType", description="JumpStartModel: the MIG profile, e.g. mig-1g.10gb")
     accelerator_partition_validation: bool | None = crd("spec.server.validations.acceleratorPartitionValidation")
+    """JumpStartModel: validate the MIG partition."""
     execution_role: JsmRoleArn | None = crd("spec.server.executionRole")
+    """JumpStartModel: the role the server uses."""
     model: ModelSource
+    """Where the weights come from: exactly one of huggingface, s3, fsx, jumpstart."""
     weight_cache: WeightCache = Field(default_factory=WeightCache)
+    """Node-local weight cache."""
     data_capture: DataCapture | None = None
+    """Which capture tiers are on (needs the top-level capture)."""
     domain_name: DomainName | None = None
+    """A custom domain for the endpoint (needs the top-level domain)."""
     verify: Verify | None = None
+    """A post-deploy check that invokes the endpoint (kubectl delivery only)."""
     spec_overrides: dict[str, Any] | None = Field(
         default=None, description="An RFC 7386 JSON merge patch applied last to the resource's spec, for fields the "
                                   "library does not model (refused on paths it writes or models).")
@@ -750,15 +1069,38 @@ class Endpoint(Strict):
 class HyperPodConfig(Strict):
     """The whole config file."""
 
+    crd_paths: ClassVar[CrdPaths] = {
+        "api_version": NoCrd("the config file's own version"),
+        "env": NoCrd("AWS side, not the custom resource"),
+        "cluster": NoCrd("AWS side, not the custom resource"),
+        "operator": NoCrd("how the operator is installed (add-on or chart values), not a custom resource field"),
+        "manifests": NoCrd("how the stack delivers the manifests"),
+        "namespaces": NoCrd("Namespace objects the stack owns"),
+        "capture": NoCrd("AWS side: the capture bucket and key; the endpoints' spec.dataCapture.s3Uri points at "
+                         "them"),
+        "domain": NoCrd("AWS side: the zone and certificate; the endpoints' spec.tlsConfig / spec.dnsConfig point "
+                        "at them"),
+        "endpoints": NoCrd("one custom resource each"),
+    }
     api_version: Literal["hyperpod-inference/v1"]
+    """The config file's version: hyperpod-inference/v1."""
     env: Env | None = None
+    """The account and region the stack deploys to (required by the app)."""
     cluster: Cluster
+    """The existing HyperPod EKS cluster the stack installs into."""
     operator: Operator = Field(default_factory=Operator)
+    """How the HyperPod inference operator and its dependencies are installed."""
     manifests: Manifests = Field(default_factory=Manifests)
+    """How the Kubernetes objects reach the cluster."""
     namespaces: list[DnsLabel] = Field(default_factory=list)
+    """Namespaces the stack creates and owns (deleted on destroy); an endpoint elsewhere needs its namespace to exist
+    already."""
     capture: Capture | None = None
+    """The capture bucket and key shared by every endpoint's data capture; absent = capture off everywhere."""
     domain: Domain | None = None
+    """The Route 53 zone and ACM certificate for endpoint domain names."""
     endpoints: list[Endpoint] = Field(default_factory=list)
+    """The model endpoints, one operator custom resource each."""
 
     @model_validator(mode="after")
     def _cross_rules(self, info: ValidationInfo) -> HyperPodConfig:

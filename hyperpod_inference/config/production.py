@@ -10,7 +10,7 @@ server applies the CRD's defaults to the rest.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
@@ -20,11 +20,39 @@ from ..facts import production as f
 from .warnings import ConfigWarning, config_rule, endpoint_rule
 
 
+class NoCrd(NamedTuple):
+    """A field no CRD path receives, and why (``x-crd-path: null`` with ``x-crd-path-reason`` in the schema)."""
+
+    reason: str
+
+
+CrdPaths = dict[str, "str | NoCrd"]
+
+
+def crd_schema_extra(schema: dict[str, Any], cls: type[BaseModel]) -> None:
+    """Schema data from a model's ``crd_paths`` table (for fields without ``crd()``): ``x-crd-path`` is the CRD path,
+    or null with ``x-crd-path-reason``. Descriptions come from attribute docstrings (``use_attribute_docstrings``)."""
+    table: CrdPaths = cls.__dict__.get("crd_paths", {})
+    properties = schema.get("properties", {})
+    for name, field in cls.model_fields.items():
+        prop = properties.get(field.alias or name)
+        if prop is None or name not in table or "x-crd-path" in prop:
+            continue
+        entry = table[name]
+        if isinstance(entry, NoCrd):
+            prop.update({"x-crd-path": None, "x-crd-path-reason": entry.reason})
+        else:
+            prop["x-crd-path"] = entry
+
+
+SCHEMA_DOCS: Any = {"use_attribute_docstrings": True, "json_schema_extra": crd_schema_extra}
+
+
 class _Strict(BaseModel):
     """camelCase keys, unknown keys rejected, immutable once validated (as the rest of the config)."""
 
     model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True, populate_by_name=False,
-                              regex_engine="python-re")
+                              regex_engine="python-re", **SCHEMA_DOCS)
 
 
 def crd(path: str, *, description: str | None = None, alias: str | None = None, **kw: Any) -> Any:
@@ -49,7 +77,9 @@ MetricType = Literal["Value", "Average"]
 # ---------------------------------------------------------------------------------------------------- autoscaling
 class CloudWatchDimension(_Strict):
     name: Text = crd_required("name")
+    """Dimension name."""
     value: Text = crd_required("value")
+    """Dimension value."""
 
 
 class CloudWatchTrigger(_Strict):
@@ -57,17 +87,29 @@ class CloudWatchTrigger(_Strict):
     CRD marks none of them, yet the trigger cannot work without them)."""
 
     name: Text | None = crd("name")
+    """Trigger name."""
     namespace: Text = crd_required("namespace")
+    """CloudWatch metric namespace."""
     metric_name: Text = crd_required("metricName")
+    """CloudWatch metric name."""
     target_value: float = crd_required("targetValue")
+    """Metric value per replica KEDA aims at."""
     dimensions: list[CloudWatchDimension] | None = crd("dimensions", max_length=30)
+    """Metric dimensions."""
     metric_stat: Text | None = crd("metricStat")
+    """Statistic, e.g. Average."""
     metric_type: MetricType | None = crd("metricType")
+    """Value or Average."""
     activation_target_value: float | None = crd("activationTargetValue")
+    """Value above which KEDA scales from zero."""
     min_value: float | None = crd("minValue")
+    """Value used when the metric has no data."""
     metric_collection_period: Positive | None = crd("metricCollectionPeriod")
+    """Seconds of the metric period."""
     metric_collection_start_time: Positive | None = crd("metricCollectionStartTime")
+    """Seconds back the query starts."""
     use_cached_metrics: bool | None = crd("useCachedMetrics")
+    """Use KEDA's cache."""
 
 
 class PrometheusTrigger(_Strict):
@@ -75,34 +117,53 @@ class PrometheusTrigger(_Strict):
     accepts an empty string; here the workspace URL is required, and must be in the stack's region)."""
 
     name: Text | None = crd("name")
+    """Trigger name."""
     namespace: Text | None = crd("namespace")
+    """Prometheus namespace (tenant)."""
     server_address: Annotated[str, StringConstraints(pattern=f.AMP_WORKSPACE_URL, max_length=512)] = crd_required(
         "serverAddress", description="An Amazon Managed Prometheus workspace URL (stricter than the CRD: anchored, "
                                      "with a region, never empty).")
     query: Annotated[str, StringConstraints(min_length=1, max_length=8192)] = crd_required("query")
+    """The PromQL query."""
     target_value: float = crd_required("targetValue")
+    """Query value per replica KEDA aims at."""
     activation_target_value: float | None = crd("activationTargetValue")
+    """Value above which KEDA scales from zero."""
     metric_type: MetricType | None = crd("metricType")
+    """Value or Average."""
     custom_headers: Text | None = crd("customHeaders")
+    """Extra HTTP headers for the query."""
     use_cached_metrics: bool | None = crd("useCachedMetrics")
+    """Use KEDA's cache."""
 
 
 class AutoScalingSpec(_Strict):
     """KEDA autoscaling as the operator takes it (one shape wherever the CRD repeats it)."""
 
     min_replica_count: NonNegative | None = crd("minReplicaCount")
+    """Fewest replicas (operator default 1)."""
     max_replica_count: NonNegative | None = crd("maxReplicaCount")
+    """Most replicas (operator default 5)."""
     polling_interval: NonNegative | None = crd("pollingInterval")
+    """Seconds between trigger checks."""
     cooldown_period: NonNegative | None = crd("cooldownPeriod")
+    """Seconds before scaling to zero."""
     initial_cooldown_period: NonNegative | None = crd("initialCooldownPeriod")
+    """Seconds after start before cooldown applies."""
     scale_up_stabilization_time: NonNegative | None = crd("scaleUpStabilizationTime")
+    """Seconds the scale-up decision must hold."""
     scale_down_stabilization_time: NonNegative | None = crd("scaleDownStabilizationTime")
+    """Seconds the scale-down decision must hold."""
     cloud_watch_trigger: CloudWatchTrigger | None = crd("cloudWatchTrigger")
+    """One CloudWatch trigger."""
     cloud_watch_trigger_list: list[CloudWatchTrigger] | None = crd("cloudWatchTriggerList",
                                                                    max_length=f.TRIGGER_LIST_MAX)
+    """Several CloudWatch triggers (wins over the single one)."""
     prometheus_trigger: PrometheusTrigger | None = crd("prometheusTrigger")
+    """One Prometheus trigger."""
     prometheus_trigger_list: list[PrometheusTrigger] | None = crd("prometheusTriggerList",
                                                                   max_length=f.TRIGGER_LIST_MAX)
+    """Several Prometheus triggers (wins over the single one)."""
 
     @model_validator(mode="after")
     def _range(self) -> AutoScalingSpec:
@@ -138,8 +199,11 @@ class AutoScalingSpec(_Strict):
 # ------------------------------------------------------------------------------------------ routing, cache, metrics
 class IntelligentRoutingSpec(_Strict):
     enabled: bool | None = crd("enabled")
+    """Turn intelligent routing on."""
     routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = crd("routingStrategy")
+    """How requests are routed."""
     auto_scaling_spec: AutoScalingSpec | None = crd("autoScalingSpec")
+    """Autoscaling of the router."""
 
 
 class L2CacheSpec(_Strict):
@@ -147,13 +211,18 @@ class L2CacheSpec(_Strict):
         "l2CacheBackend", description="redis or tieredstorage, lowercase (stricter than the CRD's unanchored, "
                                       "case-insensitive pattern).")
     l2_cache_local_url: Text | None = crd("l2CacheLocalUrl")
+    """URL of the L2 cache."""
 
 
 class KvCacheSpec(_Strict):
     cache_config_file: Text | None = crd("cacheConfigFile")
+    """An LMCache config file."""
     enable_l1_cache: bool | None = crd("enableL1Cache", alias="enableL1Cache")
+    """Turn the in-memory L1 cache on."""
     enable_l2_cache: bool | None = crd("enableL2Cache", alias="enableL2Cache")
+    """Turn the L2 cache on (needs l2CacheSpec)."""
     l2_cache_spec: L2CacheSpec | None = crd("l2CacheSpec", alias="l2CacheSpec")
+    """The L2 backend."""
 
     @model_validator(mode="after")
     def _l2(self) -> KvCacheSpec:
@@ -164,44 +233,59 @@ class KvCacheSpec(_Strict):
 
 class ModelMetrics(_Strict):
     path: Annotated[str, StringConstraints(pattern=f.METRICS_PATH, max_length=256)] | None = crd("path")
+    """Path the model serves metrics on."""
     port: Annotated[int, Field(ge=f.METRICS_PORT_RANGE[0], le=f.METRICS_PORT_RANGE[1])] | None = crd("port")
+    """Port the model serves metrics on."""
 
 
 class Metrics(_Strict):
     enabled: bool | None = crd("enabled")
+    """Turn metrics scraping on."""
     metrics_scrape_interval_seconds: Annotated[
         int, Field(ge=f.SCRAPE_INTERVAL_RANGE[0], le=f.SCRAPE_INTERVAL_RANGE[1])] | None = crd(
         "metricsScrapeIntervalSeconds")
+    """Seconds between scrapes."""
     model_metrics: ModelMetrics | None = crd("modelMetrics")
+    """Where the model serves its metrics."""
 
 
 class LoadBalancerSpec(_Strict):
     health_check_path: Annotated[str, StringConstraints(pattern=f.HEALTH_CHECK_PATH, max_length=1024)] | None = crd(
         "healthCheckPath")
+    """The ALB health check path."""
     routing_algorithm: Literal["least_outstanding_requests", "round_robin"] | None = crd("routingAlgorithm")
+    """How the ALB spreads requests."""
     idle_timeout_seconds: Annotated[int, Field(ge=f.IDLE_TIMEOUT_RANGE[0], le=f.IDLE_TIMEOUT_RANGE[1])] | None = crd(
         "idleTimeoutSeconds", description="v3.3 and later")
 
 
 class Tag(_Strict):
     name: Annotated[str, StringConstraints(min_length=1, max_length=f.TAG_KEY_MAX)] = crd_required("name")
+    """Tag key."""
     value: Annotated[str, StringConstraints(max_length=f.TAG_VALUE_MAX)] = crd_required("value")
+    """Tag value."""
 
 
 class ImageCache(_Strict):
     enabled: bool = crd_required("enabled")
+    """Cache the worker image on the nodes."""
 
 
 # -------------------------------------------------------------------------------------------------------- resources
 class ResourceClaim(_Strict):
     name: Text = crd_required("name")
+    """The pod's resource claim."""
     request: Text | None = crd("request")
+    """The request inside the claim."""
 
 
 class ResourceRequirements(_Strict):
     requests: dict[ResourceName, Quantity] | None = crd("requests")
+    """Resource requests."""
     limits: dict[ResourceName, Quantity] | None = crd("limits")
+    """Resource limits."""
     claims: list[ResourceClaim] | None = crd("claims")
+    """Dynamic resource claims."""
 
     @model_validator(mode="after")
     def _bounds(self) -> ResourceRequirements:
@@ -227,11 +311,14 @@ def resource_problems(requests: dict[str, Any], limits: dict[str, Any]) -> list[
 # ---------------------------------------------------------------------------------------------------------- probes
 class ExecAction(_Strict):
     command: list[Annotated[str, StringConstraints(min_length=1)]] = crd_required("command", min_length=1)
+    """The command run in the container."""
 
 
 class HttpHeader(_Strict):
     name: Text = crd_required("name")
+    """Header name."""
     value: str = crd_required("value")
+    """Header value."""
 
 
 PortRef = Annotated[int, Field(ge=1, le=65535)] | Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=15)]
@@ -239,35 +326,54 @@ PortRef = Annotated[int, Field(ge=1, le=65535)] | Annotated[str, StringConstrain
 
 class HttpGetAction(_Strict):
     path: Annotated[str, StringConstraints(pattern=r"^/\S*$", max_length=1024)] | None = crd("path")
+    """Path requested."""
     port: PortRef = crd_required("port")
+    """Port number or name."""
     host: Text | None = crd("host")
+    """Host to connect to."""
     scheme: Literal["HTTP", "HTTPS"] | None = crd("scheme")
+    """HTTP or HTTPS."""
     http_headers: list[HttpHeader] | None = crd("httpHeaders")
+    """Headers sent."""
 
 
 class TcpSocketAction(_Strict):
     port: PortRef = crd_required("port")
+    """Port number or name."""
     host: Text | None = crd("host")
+    """Host to connect to."""
 
 
 class GrpcAction(_Strict):
     port: Annotated[int, Field(ge=1, le=65535)] = crd_required("port")
+    """Port number."""
     service: Text | None = crd("service")
+    """gRPC health service name."""
 
 
 class Probe(_Strict):
     """A core/v1 Probe: exactly one handler."""
 
     exec_: ExecAction | None = crd("exec", alias="exec")
+    """Run a command."""
     http_get: HttpGetAction | None = crd("httpGet")
+    """Send an HTTP GET."""
     tcp_socket: TcpSocketAction | None = crd("tcpSocket")
+    """Open a TCP connection."""
     grpc: GrpcAction | None = crd("grpc")
+    """Call the gRPC health check."""
     initial_delay_seconds: NonNegative | None = crd("initialDelaySeconds")
+    """Seconds before the first probe."""
     period_seconds: Positive | None = crd("periodSeconds")
+    """Seconds between probes."""
     timeout_seconds: Positive | None = crd("timeoutSeconds")
+    """Seconds a probe may take."""
     success_threshold: Positive | None = crd("successThreshold")
+    """Successes needed after a failure."""
     failure_threshold: Positive | None = crd("failureThreshold")
+    """Failures before acting."""
     termination_grace_period_seconds: Positive | None = crd("terminationGracePeriodSeconds")
+    """Grace period when the probe fails."""
 
     @model_validator(mode="after")
     def _one_handler(self) -> Probe:
@@ -281,41 +387,59 @@ class Probe(_Strict):
 
 class Probes(_Strict):
     liveness_probe: Probe | None = crd("livenessProbe")
+    """Restart the container when it fails."""
     readiness_probe: Probe | None = crd("readinessProbe")
+    """Remove the pod from service when it fails."""
     startup_probe: Probe | None = crd("startupProbe")
+    """Hold the other probes until the model has started."""
 
 
 class RequestLimits(_Strict):
     max_concurrent_requests: Positive | None = crd("maxConcurrentRequests")
+    """Requests served at once."""
     max_queue_size: NonNegative | None = crd("maxQueueSize")
+    """Requests waiting beyond those."""
     overflow_status_code: Annotated[
         int, Field(ge=f.OVERFLOW_STATUS_RANGE[0], le=f.OVERFLOW_STATUS_RANGE[1])] | None = crd("overflowStatusCode")
+    """HTTP status when the queue is full."""
 
 
 # --------------------------------------------------------------------------------------------------------- env from
 class KeyRef(_Strict):
     name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
                                            max_length=253)] = crd_required("name")
+    """The Secret or ConfigMap."""
     key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)] = crd_required("key")
+    """The key in it."""
     optional: bool | None = crd("optional")
+    """Allow it to be missing."""
 
 
 class FieldRef(_Strict):
     field_path: Text = crd_required("fieldPath")
+    """The pod field, e.g. metadata.name."""
     api_version: Text | None = crd("apiVersion")
+    """Its API version."""
 
 
 class ResourceFieldRef(_Strict):
     resource: Text = crd_required("resource")
+    """The resource, e.g. limits.cpu."""
     container_name: Text | None = crd("containerName")
+    """The container."""
     divisor: Quantity | None = crd("divisor")
+    """Unit of the value."""
 
 
 class EnvVarSource(_Strict):
     secret_key_ref: KeyRef | None = crd("secretKeyRef")
+    """A key of a Secret."""
     config_map_key_ref: KeyRef | None = crd("configMapKeyRef")
+    """A key of a ConfigMap."""
     field_ref: FieldRef | None = crd("fieldRef")
+    """A field of the pod."""
     resource_field_ref: ResourceFieldRef | None = crd("resourceFieldRef")
+    """A resource of the container."""
 
     @model_validator(mode="after")
     def _one(self) -> EnvVarSource:
@@ -331,6 +455,7 @@ class EnvFrom(_Strict):
     """``env: {NAME: {valueFrom: ...}}`` (InferenceEndpointConfig only)."""
 
     value_from: EnvVarSource = crd_required("valueFrom")
+    """Where the value comes from."""
 
 
 def _env_value(v: Any) -> str | EnvFrom:
@@ -354,8 +479,11 @@ EnvValue = Annotated[Any, PlainValidator(_env_value), WithJsonSchema({"anyOf": [
 # ----------------------------------------------------------------------------------------------------- node affinity
 class NodeSelectorRequirement(_Strict):
     key: LabelKey = crd_required("key")
+    """Node label."""
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = crd_required("operator")
+    """In, NotIn, Exists, DoesNotExist, Gt or Lt."""
     values: list[Annotated[str, StringConstraints(max_length=63)]] | None = crd("values")
+    """Label values."""
 
     @model_validator(mode="after")
     def _values(self) -> NodeSelectorRequirement:
@@ -374,24 +502,31 @@ class NodeSelectorRequirement(_Strict):
 
 class NodeSelectorTerm(_Strict):
     match_expressions: list[NodeSelectorRequirement] | None = crd("matchExpressions")
+    """Requirements on node labels."""
     match_fields: list[NodeSelectorRequirement] | None = crd("matchFields")
+    """Requirements on node fields."""
 
 
 class NodeSelector(_Strict):
     node_selector_terms: list[NodeSelectorTerm] = crd_required("nodeSelectorTerms", min_length=1)
+    """Terms, any of which a node must meet."""
 
 
 class PreferredSchedulingTerm(_Strict):
     weight: Annotated[int, Field(ge=f.NODE_AFFINITY_WEIGHT_RANGE[0], le=f.NODE_AFFINITY_WEIGHT_RANGE[1])] = \
         crd_required("weight")
+    """Weight 1-100."""
     preference: NodeSelectorTerm = crd_required("preference")
+    """The preferred term."""
 
 
 class NodeAffinity(_Strict):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = crd(
         "requiredDuringSchedulingIgnoredDuringExecution")
+    """Nodes the pods must land on."""
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = crd(
         "preferredDuringSchedulingIgnoredDuringExecution")
+    """Nodes the pods prefer."""
 
     def instance_types(self, label: str = "node.kubernetes.io/instance-type") -> list[str] | None:
         """The instance types the required terms allow (``<label> In [...]`` in every term), or None when a term does
@@ -412,36 +547,52 @@ class NodeAffinity(_Strict):
 # ----------------------------------------------------------------------------------------------------------- pdSpec
 class PdRoleSpec(_Strict):
     args: list[str] | None = crd("args")
+    """Worker arguments."""
     node_selector: dict[LabelKey, Annotated[str, StringConstraints(max_length=63)]] | None = crd("nodeSelector")
+    """Node labels the pods need."""
     replicas: Positive | None = crd("replicas")
+    """Number of pods."""
     resources: ResourceRequirements | None = crd("resources")
+    """Pod resources."""
 
 
 class PdAutoScaling(_Strict):
     prefill_auto_scaling: AutoScalingSpec | None = crd("prefillAutoScaling")
+    """Autoscaling of the prefill pods."""
     decoding_auto_scaling: AutoScalingSpec | None = crd("decodingAutoScaling")
+    """Autoscaling of the decode pods."""
 
 
 class TopologySpec(_Strict):
     availability_zone: Text | None = crd("availabilityZone")
+    """The zone to place pods in."""
     placement_group: Text | None = crd("placementGroup")
+    """The EC2 placement group."""
     same_az: bool | None = crd("sameAZ", alias="sameAZ")
+    """Keep prefill and decode in one zone."""
 
 
 class PdSpec(_Strict):
     """Disaggregated prefill and decode (its presence turns DPD on)."""
 
     prefill_spec: PdRoleSpec = crd_required("prefillSpec")
+    """The prefill pods."""
     decoding_spec: PdRoleSpec = crd_required("decodingSpec")
+    """The decode pods."""
     auto_scaling_spec: PdAutoScaling | None = crd("autoScalingSpec")
+    """Autoscaling of both."""
     routing_threshold: NonNegative | None = crd("routingThreshold")
+    """Prompt length above which prefill is split off."""
     topology_spec: TopologySpec | None = crd("topologySpec")
+    """Where the pods are placed."""
 
 
 # -------------------------------------------------------------------------------------------------------- JumpStart
 class AdditionalConfig(_Strict):
     name: Text = crd_required("name")
+    """Setting name."""
     value: Annotated[str, StringConstraints(max_length=1024)] = crd_required("value")
+    """Setting value."""
 
 
 JsmRoleArn = Annotated[str, StringConstraints(pattern=f.JSM_ROLE_ARN, min_length=f.ROLE_ARN_LENGTH[0],
