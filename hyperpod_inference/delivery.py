@@ -76,6 +76,7 @@ class ManifestDelivery:
         self.units: dict[str, ManifestUnit] = {}
         self.operator_unit: ManifestUnit | None = None
         self._acknowledged_provider = False
+        self._shared_cluster: eks.ICluster | None = None
 
     def chart(self, name: str) -> cdk8s.Chart:
         """A new, empty chart whose objects land in ``manifests/<name>.yaml``."""
@@ -96,8 +97,8 @@ class ManifestDelivery:
         objs = unit.objects()
         if self.cluster is None or not objs:
             return unit
-        resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self.cluster, manifest=objs,
-                                          overwrite=overwrite)
+        resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self._cluster_for(scope),
+                                          manifest=objs, overwrite=overwrite)
         unit.resource = resource
         for dep in unit.depends_on:
             other = self.units.get(dep)
@@ -109,6 +110,24 @@ class ManifestDelivery:
             resource.node.add_dependency(self.operator_unit.resource)
         self._acknowledge_provider()
         return unit
+
+    def _cluster_for(self, scope: Construct) -> eks.ICluster:
+        """The cluster as the manifests in ``scope`` see it. An imported cluster without a kubectl provider gets one
+        per stack that applies a manifest (aws-cdk-lib's ``KubectlProvider.get_or_create``), nested stacks included;
+        so manifests in another stack than the cluster's use a view of the cluster that carries the cluster stack's
+        provider: one provider (one nested provider stack, one Lambda set) for the whole app."""
+        assert self.cluster is not None
+        cluster_stack = cdk.Stack.of(self.cluster)
+        if cdk.Stack.of(scope) is cluster_stack or isinstance(self.cluster, eks.Cluster) \
+                or self.cluster.kubectl_provider is not None:
+            return self.cluster
+        if self._shared_cluster is None:
+            provider = eks.KubectlProvider.get_or_create(cluster_stack, self.cluster)
+            c = self.cluster
+            self._shared_cluster = eks.Cluster.from_cluster_attributes(
+                cluster_stack, f"{cdk.Names.node_unique_id(c.node)}-SharedKubectlProvider", cluster_name=c.cluster_name, kubectl_provider=provider,
+                kubectl_role_arn=c.kubectl_role.role_arn if c.kubectl_role is not None else None)
+        return self._shared_cluster
 
     def _acknowledge_provider(self) -> None:
         if self._acknowledged_provider or self.cluster is None:
@@ -141,29 +160,37 @@ class ManifestDelivery:
         return problems
 
 
-def stack_limit_problems(stack: cdk.Stack) -> list[str]:
-    """CloudFormation's per-template limits of resources and outputs, for ``stack`` itself."""
+#: What a template over a limit is told, by default.
+SPLIT_ADVICE = ("split the endpoints: stackLayout: perNamespace (a nested stack per namespace), endpoint stackGroup, "
+                "or several config files; docs/fleets.md")
+
+
+def stack_limit_problems(stack: cdk.Stack, *, where: str = "stack", way_out: str = SPLIT_ADVICE) -> list[str]:
+    """CloudFormation's per-template limits of resources and outputs, for ``stack`` itself (not its nested stacks);
+    ``where`` names the stack in the message, ``way_out`` says how to get under the limit."""
     problems = []
     resources = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource) and cdk.Stack.of(c) is stack]
     if len(resources) > MAX_RESOURCES:
-        problems.append(f"stack has {len(resources)} resources; CloudFormation allows {MAX_RESOURCES} "
-                        "(split the endpoints across stacks)")
+        problems.append(f"{where} has {len(resources)} resources; CloudFormation allows {MAX_RESOURCES} "
+                        f"({way_out})")
     outputs = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnOutput) and cdk.Stack.of(c) is stack]
     if len(outputs) > MAX_OUTPUTS:
-        problems.append(f"stack has {len(outputs)} outputs; CloudFormation allows {MAX_OUTPUTS} "
-                        "(split the endpoints across stacks)")
+        problems.append(f"{where} has {len(outputs)} outputs; CloudFormation allows {MAX_OUTPUTS} ({way_out})")
     return problems
 
 
-def template_size_problems(assembly_dir: str) -> list[str]:
+def template_size_problems(assembly_dir: str, labels: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """After synth: every template of the assembly must stay under CloudFormation's 1 MB limit (when deployed from
-    S3, as the CLI does for large templates)."""
+    S3, as the CLI does for large templates). ``labels``: template file name -> (what it holds, the way out), e.g.
+    from ``HyperPodInference.template_labels()``."""
     import pathlib
 
+    labels = labels or {}
     problems = []
     for path in sorted(pathlib.Path(assembly_dir).glob("*.template.json")):
         size = path.stat().st_size
         if size > MAX_TEMPLATE_BYTES:
-            problems.append(f"template {path.name} is {size} bytes; CloudFormation allows {MAX_TEMPLATE_BYTES} "
-                            "(split the endpoints across stacks)")
+            where, way_out = labels.get(path.name, ("", SPLIT_ADVICE))
+            problems.append(f"template {path.name}{f' ({where})' if where else ''} is {size} bytes; CloudFormation "
+                            f"allows {MAX_TEMPLATE_BYTES} ({way_out})")
     return problems

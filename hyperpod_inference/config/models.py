@@ -544,6 +544,11 @@ class Endpoint(Strict):
     data_capture: DataCapture | None = None
     domain_name: DomainName | None = None
     verify: Verify | None = None
+    stack_group: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=32)] | None = Field(
+        default=None, description="With stackLayout: perNamespace, the nested stack of this namespace the endpoint "
+                                  "goes to (endpoints of one namespace and group share one nested stack); splits a "
+                                  "namespace that outgrows one template. Changing it moves (deletes and re-creates) "
+                                  "the endpoint.")
     spec_overrides: dict[str, Any] | None = Field(
         default=None, description="An RFC 7386 JSON merge patch applied last to the resource's spec, for fields the "
                                   "library does not model (refused on paths it writes or models).")
@@ -730,6 +735,16 @@ class HyperPodConfig(Strict):
     capture: Capture | None = None
     domain: Domain | None = None
     endpoints: list[Endpoint] = Field(default_factory=list)
+    stack_name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9-]*$", max_length=128)] | None = Field(
+        default=None, description="The CloudFormation stack the app builds from this file. Default: HyperPodInference "
+                                  "for one config file, HyperPodInference-<eksClusterName> for several "
+                                  "(cdk synth -c config=a.yaml,b.yaml).")
+    stack_layout: Literal["single", "perNamespace"] = Field(
+        default="single", description="single: every resource in one template. perNamespace: one nested stack per "
+                                      "namespace (and endpoint stackGroup) holding its manifests, roles and outputs, "
+                                      "for fleets beyond one template's limits. Changing it on a deployed stack moves "
+                                      "every endpoint's manifest, which deletes and re-creates the endpoints "
+                                      "(docs/fleets.md).")
 
     @model_validator(mode="after")
     def _cross_rules(self, info: ValidationInfo) -> HyperPodConfig:
@@ -847,6 +862,9 @@ class HyperPodConfig(Strict):
                 if ep.domain_name in domains:
                     e.append(_err(at + ("domainName",), f"already used by endpoints[{domains[ep.domain_name]}]"))
                 domains.setdefault(ep.domain_name, i)
+            if ep.stack_group is not None and self.stack_layout != "perNamespace":
+                e.append(_err(at + ("stackGroup",), "only with stackLayout: perNamespace (it names a nested stack of "
+                              "the endpoint's namespace)"))
             if ep.verify is not None and files:
                 e.append(_err(at + ("verify",), "not available with manifests.delivery: files (nothing applies the resource)"))
             if ep.model.huggingface and ep.model.huggingface.token and ep.model.huggingface.token.secrets_manager_arn:
