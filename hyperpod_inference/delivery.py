@@ -145,9 +145,9 @@ class ManifestDelivery:
         objects = [(u.name, u.objects()) for u in self.units.values()]  # each chart synthesized once
         return {name: with_placeholders(stack, objs) for name, objs in objects if objs}
 
-    def write(self, stack: cdk.Stack, outdir: str) -> list[str]:
-        """Write ``<outdir>/manifests/<chart>.yaml`` (one file per chart)."""
-        return [str(p) for p in write_manifest_files(os.path.join(outdir, "manifests"), self.documents(stack))]
+    def write(self, stack: cdk.Stack, outdir: str, *, folder: str = "manifests") -> list[str]:
+        """Write ``<outdir>/<folder>/<chart>.yaml`` (one file per chart)."""
+        return [str(p) for p in write_manifest_files(os.path.join(outdir, folder), self.documents(stack))]
 
     # ------------------------------------------------------------------------------------------- size limits
     def size_problems(self) -> list[str]:
