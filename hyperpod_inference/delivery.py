@@ -58,6 +58,8 @@ class ManifestUnit:
     after: list[Construct] = field(default_factory=list)  # AWS-side constructs that must exist first
     custom_resource: bool = False
     resource: eks.KubernetesManifest | None = None
+    #: Compact JSON size of the objects as delivered (None: not delivered through ``deliver``).
+    manifest_bytes: int | None = None
 
     def objects(self) -> list[dict[str, Any]]:
         return list(self.chart.to_json())
@@ -95,6 +97,7 @@ class ManifestDelivery:
         unit = ManifestUnit(name, chart, list(depends_on or []), list(after or []), custom_resource)
         self.units[name] = unit
         objs = unit.objects()
+        unit.manifest_bytes = len(json.dumps(objs, separators=(",", ":")))
         if self.cluster is None or not objs:
             return unit
         resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self._cluster_for(scope),
@@ -153,7 +156,8 @@ class ManifestDelivery:
     def size_problems(self) -> list[str]:
         problems = []
         for unit in self.units.values():
-            size = len(json.dumps(unit.objects(), separators=(",", ":")))
+            size = unit.manifest_bytes if unit.manifest_bytes is not None else \
+                len(json.dumps(unit.objects(), separators=(",", ":")))
             if size > MAX_MANIFEST_BYTES:
                 problems.append(f"manifest '{unit.name}' is {size} bytes; the kubectl provider takes at most "
                                 f"{MAX_MANIFEST_BYTES} bytes per manifest")
@@ -165,17 +169,29 @@ SPLIT_ADVICE = ("split the endpoints: stackLayout: perNamespace (a nested stack 
                 "or several config files; docs/fleets.md")
 
 
-def stack_limit_problems(stack: cdk.Stack, *, where: str = "stack", way_out: str = SPLIT_ADVICE) -> list[str]:
+def template_counts(stack: cdk.Stack) -> dict[cdk.Stack, tuple[int, int]]:
+    """(resources, outputs) of ``stack`` and of every stack nested in it, each counting only its own template; one
+    walk of the construct tree."""
+    counts: dict[cdk.Stack, list[int]] = {}
+    for c in stack.node.find_all():
+        is_resource = isinstance(c, cdk.CfnResource)
+        if is_resource or isinstance(c, cdk.CfnOutput):
+            entry = counts.setdefault(cdk.Stack.of(c), [0, 0])
+            entry[0 if is_resource else 1] += 1
+    return {k: (v[0], v[1]) for k, v in counts.items()}
+
+
+def stack_limit_problems(stack: cdk.Stack, *, where: str = "stack", way_out: str = SPLIT_ADVICE,
+                         counts: dict[cdk.Stack, tuple[int, int]] | None = None) -> list[str]:
     """CloudFormation's per-template limits of resources and outputs, for ``stack`` itself (not its nested stacks);
-    ``where`` names the stack in the message, ``way_out`` says how to get under the limit."""
+    ``where`` names the stack in the message, ``way_out`` says how to get under the limit; ``counts``: from
+    :func:`template_counts`, when several stacks of one tree are checked."""
     problems = []
-    resources = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource) and cdk.Stack.of(c) is stack]
-    if len(resources) > MAX_RESOURCES:
-        problems.append(f"{where} has {len(resources)} resources; CloudFormation allows {MAX_RESOURCES} "
-                        f"({way_out})")
-    outputs = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnOutput) and cdk.Stack.of(c) is stack]
-    if len(outputs) > MAX_OUTPUTS:
-        problems.append(f"{where} has {len(outputs)} outputs; CloudFormation allows {MAX_OUTPUTS} ({way_out})")
+    resources, outputs = (counts if counts is not None else template_counts(stack)).get(stack, (0, 0))
+    if resources > MAX_RESOURCES:
+        problems.append(f"{where} has {resources} resources; CloudFormation allows {MAX_RESOURCES} ({way_out})")
+    if outputs > MAX_OUTPUTS:
+        problems.append(f"{where} has {outputs} outputs; CloudFormation allows {MAX_OUTPUTS} ({way_out})")
     return problems
 
 

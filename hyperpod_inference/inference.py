@@ -37,7 +37,7 @@ from .constructs.domain import CustomDomain, delegation_instructions
 from .constructs.endpoint_verification import EndpointVerification
 from .constructs.irsa import ServiceAccountRef, ServiceAccountRole
 from .constructs.model_access import grant_model_read, grant_secret_read
-from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems
+from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems, template_counts
 from .facts import naming
 from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
 from .operator_install import OperatorInstall
@@ -484,9 +484,9 @@ class HyperPodInference(Construct):
         template instead, the same values joined. Runs at synth (an aspect), after every endpoint is added; each
         stack (the enclosing one, every nested stack) is folded on its own."""
         self._nested_stack_outputs()
+        counts = template_counts(self.stack)
         for stack in [self.stack, *self.nested_stacks.values()]:
-            outputs = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnOutput) and cdk.Stack.of(c) is stack]
-            if len(outputs) <= MAX_OUTPUTS:
+            if counts.get(stack, (0, 0))[1] <= MAX_OUTPUTS:
                 continue
             rest = []
             for ep, key, outs in self._endpoint_outputs:
@@ -557,9 +557,11 @@ class _SizeLimits:
 
     def validate(self) -> list[str]:
         owner = self.owner
-        problems = owner.delivery.size_problems() + stack_limit_problems(owner.stack)
+        counts = template_counts(owner.stack)
+        problems = owner.delivery.size_problems() + stack_limit_problems(owner.stack, counts=counts)
         for (ns, group), nested in owner.nested_stacks.items():
-            problems += stack_limit_problems(nested, where=owner.stack_label(nested), way_out=_way_out(ns, group))
+            problems += stack_limit_problems(nested, where=owner.stack_label(nested), way_out=_way_out(ns, group),
+                                             counts=counts)
         return problems
 
 
