@@ -174,3 +174,19 @@ def test_a_problem_in_each_file_is_reported_with_its_file(tmp_path: Path) -> Non
         load_configs([pa, pb])
     assert [(s, p) for s, (p, _) in zip(err.value.sources, err.value.problems, strict=True)] == [
         (pa, "endpoints[0].replicas"), (pb, "endpoints[1].stackGroup")]
+
+
+def test_context_stack_name_with_several_files_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN two files and -c stackName=Other  WHEN the app runs  THEN it exits 1 saying each file needs a stackName
+    paths = [write(tmp_path, "a.yaml", cluster_config("hp-a", "us-west-2", prefix="x")),
+             write(tmp_path, "b.yaml", cluster_config("hp-b", "us-west-2", prefix="y"))]
+    app = cdk.App(outdir=str(tmp_path / "out"), context={"config": ",".join(paths), "stackName": "Other"})
+    assert app_module.main(app) == 1
+    assert "with several, give each file a stackName" in capsys.readouterr().err
+
+
+def test_a_files_stack_name_wins_over_the_context_default(tmp_path: Path) -> None:
+    # GIVEN one file with stackName  WHEN built with cdk.json's stackName default  THEN the file's name is used
+    path = write(tmp_path, "a.yaml", cluster_config("hp-a", "us-west-2", prefix="x", stack_name="Mine"))
+    stack = app_module.build(cdk.App(outdir=str(tmp_path / "out")), path, stack_name="HyperPodInference", nag=False)
+    assert stack.stack_name == "Mine"
