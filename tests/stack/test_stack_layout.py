@@ -155,3 +155,25 @@ def test_stack_group_needs_the_per_namespace_layout() -> None:
         parse_config(cfg)
     assert ("endpoints[0].stackGroup", "only with stackLayout: perNamespace (it names a nested stack of the "
             "endpoint's namespace)") in err.value.problems
+
+
+def test_a_nested_stack_over_200_outputs_folds_its_endpoints_outputs(tmp_path: Path) -> None:
+    # GIVEN 101 common endpoints in one namespace, perNamespace: 100 with a domain (status and invoke outputs), the
+    # last without (status only), so 201 outputs
+    from hyperpod_inference.stack import HyperPodInferenceStack
+
+    cfg = GEN.config(101, "common", namespace_count=1, layout="perNamespace")
+    del cfg["endpoints"][100]["domainName"]
+    config = parse_config(cfg)
+    app = cdk.App(outdir=str(tmp_path))
+    stack = HyperPodInferenceStack(app, "Fleet", config=config)
+    # WHEN synthesized
+    app.synth()
+    nested = stack.inference.nested_stacks[("ns0", None)]
+    outputs = json.loads((tmp_path / nested.template_file).read_text())["Outputs"]
+    # THEN the nested stack holds one joined output per endpoint, within the limit; the parent keeps its own
+    assert sorted(k for k in outputs if not k.endswith("Outputs")) == ["Ns0E100Status"]
+    assert len(outputs) == 101
+    assert "kubectl describe inferenceendpointconfig e7 -n ns0" in outputs["Ns0E7Outputs"]["Value"]
+    parent = json.loads((tmp_path / "Fleet.template.json").read_text())["Outputs"]
+    assert "NamespaceNs0StackOutputs" in parent and not any(k.startswith("Ns0E") for k in parent)
