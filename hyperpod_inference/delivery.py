@@ -58,6 +58,8 @@ class ManifestUnit:
     after: list[Construct] = field(default_factory=list)  # AWS-side constructs that must exist first
     custom_resource: bool = False
     resource: eks.KubernetesManifest | None = None
+    #: Compact JSON size of the objects as delivered (None: not delivered through ``deliver``).
+    manifest_bytes: int | None = None
 
     def objects(self) -> list[dict[str, Any]]:
         return list(self.chart.to_json())
@@ -76,6 +78,7 @@ class ManifestDelivery:
         self.units: dict[str, ManifestUnit] = {}
         self.operator_unit: ManifestUnit | None = None
         self._acknowledged_provider = False
+        self._shared_cluster: eks.ICluster | None = None
 
     def chart(self, name: str) -> cdk8s.Chart:
         """A new, empty chart whose objects land in ``manifests/<name>.yaml``."""
@@ -94,10 +97,11 @@ class ManifestDelivery:
         unit = ManifestUnit(name, chart, list(depends_on or []), list(after or []), custom_resource)
         self.units[name] = unit
         objs = unit.objects()
+        unit.manifest_bytes = len(json.dumps(objs, separators=(",", ":")))
         if self.cluster is None or not objs:
             return unit
-        resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self.cluster, manifest=objs,
-                                          overwrite=overwrite)
+        resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self._cluster_for(scope),
+                                          manifest=objs, overwrite=overwrite)
         unit.resource = resource
         for dep in unit.depends_on:
             other = self.units.get(dep)
@@ -109,6 +113,24 @@ class ManifestDelivery:
             resource.node.add_dependency(self.operator_unit.resource)
         self._acknowledge_provider()
         return unit
+
+    def _cluster_for(self, scope: Construct) -> eks.ICluster:
+        """The cluster as the manifests in ``scope`` see it. An imported cluster without a kubectl provider gets one
+        per stack that applies a manifest (aws-cdk-lib's ``KubectlProvider.get_or_create``), nested stacks included;
+        so manifests in another stack than the cluster's use a view of the cluster that carries the cluster stack's
+        provider: one provider (one nested provider stack, one Lambda set) for the whole app."""
+        assert self.cluster is not None
+        cluster_stack = cdk.Stack.of(self.cluster)
+        if cdk.Stack.of(scope) is cluster_stack or isinstance(self.cluster, eks.Cluster) \
+                or self.cluster.kubectl_provider is not None:
+            return self.cluster
+        if self._shared_cluster is None:
+            provider = eks.KubectlProvider.get_or_create(cluster_stack, self.cluster)
+            c = self.cluster
+            self._shared_cluster = eks.Cluster.from_cluster_attributes(
+                cluster_stack, f"{cdk.Names.node_unique_id(c.node)}-SharedKubectlProvider", cluster_name=c.cluster_name, kubectl_provider=provider,
+                kubectl_role_arn=c.kubectl_role.role_arn if c.kubectl_role is not None else None)
+        return self._shared_cluster
 
     def _acknowledge_provider(self) -> None:
         if self._acknowledged_provider or self.cluster is None:
@@ -126,44 +148,65 @@ class ManifestDelivery:
         objects = [(u.name, u.objects()) for u in self.units.values()]  # each chart synthesized once
         return {name: with_placeholders(stack, objs) for name, objs in objects if objs}
 
-    def write(self, stack: cdk.Stack, outdir: str) -> list[str]:
-        """Write ``<outdir>/manifests/<chart>.yaml`` (one file per chart)."""
-        return [str(p) for p in write_manifest_files(os.path.join(outdir, "manifests"), self.documents(stack))]
+    def write(self, stack: cdk.Stack, outdir: str, *, folder: str = "manifests") -> list[str]:
+        """Write ``<outdir>/<folder>/<chart>.yaml`` (one file per chart)."""
+        return [str(p) for p in write_manifest_files(os.path.join(outdir, folder), self.documents(stack))]
 
     # ------------------------------------------------------------------------------------------- size limits
     def size_problems(self) -> list[str]:
         problems = []
         for unit in self.units.values():
-            size = len(json.dumps(unit.objects(), separators=(",", ":")))
+            size = unit.manifest_bytes if unit.manifest_bytes is not None else \
+                len(json.dumps(unit.objects(), separators=(",", ":")))
             if size > MAX_MANIFEST_BYTES:
                 problems.append(f"manifest '{unit.name}' is {size} bytes; the kubectl provider takes at most "
                                 f"{MAX_MANIFEST_BYTES} bytes per manifest")
         return problems
 
 
-def stack_limit_problems(stack: cdk.Stack) -> list[str]:
-    """CloudFormation's per-template limits of resources and outputs, for ``stack`` itself."""
+#: What a template over a limit is told, by default.
+SPLIT_ADVICE = ("split the endpoints: stackLayout: perNamespace (a nested stack per namespace), endpoint stackGroup, "
+                "or several config files; docs/fleets.md")
+
+
+def template_counts(stack: cdk.Stack) -> dict[cdk.Stack, tuple[int, int]]:
+    """(resources, outputs) of ``stack`` and of every stack nested in it, each counting only its own template; one
+    walk of the construct tree."""
+    counts: dict[cdk.Stack, list[int]] = {}
+    for c in stack.node.find_all():
+        is_resource = isinstance(c, cdk.CfnResource)
+        if is_resource or isinstance(c, cdk.CfnOutput):
+            entry = counts.setdefault(cdk.Stack.of(c), [0, 0])
+            entry[0 if is_resource else 1] += 1
+    return {k: (v[0], v[1]) for k, v in counts.items()}
+
+
+def stack_limit_problems(stack: cdk.Stack, *, where: str = "stack", way_out: str = SPLIT_ADVICE,
+                         counts: dict[cdk.Stack, tuple[int, int]] | None = None) -> list[str]:
+    """CloudFormation's per-template limits of resources and outputs, for ``stack`` itself (not its nested stacks);
+    ``where`` names the stack in the message, ``way_out`` says how to get under the limit; ``counts``: from
+    :func:`template_counts`, when several stacks of one tree are checked."""
     problems = []
-    resources = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource) and cdk.Stack.of(c) is stack]
-    if len(resources) > MAX_RESOURCES:
-        problems.append(f"stack has {len(resources)} resources; CloudFormation allows {MAX_RESOURCES} "
-                        "(split the endpoints across stacks)")
-    outputs = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnOutput) and cdk.Stack.of(c) is stack]
-    if len(outputs) > MAX_OUTPUTS:
-        problems.append(f"stack has {len(outputs)} outputs; CloudFormation allows {MAX_OUTPUTS} "
-                        "(split the endpoints across stacks)")
+    resources, outputs = (counts if counts is not None else template_counts(stack)).get(stack, (0, 0))
+    if resources > MAX_RESOURCES:
+        problems.append(f"{where} has {resources} resources; CloudFormation allows {MAX_RESOURCES} ({way_out})")
+    if outputs > MAX_OUTPUTS:
+        problems.append(f"{where} has {outputs} outputs; CloudFormation allows {MAX_OUTPUTS} ({way_out})")
     return problems
 
 
-def template_size_problems(assembly_dir: str) -> list[str]:
+def template_size_problems(assembly_dir: str, labels: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """After synth: every template of the assembly must stay under CloudFormation's 1 MB limit (when deployed from
-    S3, as the CLI does for large templates)."""
+    S3, as the CLI does for large templates). ``labels``: template file name -> (what it holds, the way out), e.g.
+    from ``HyperPodInference.template_labels()``."""
     import pathlib
 
+    labels = labels or {}
     problems = []
     for path in sorted(pathlib.Path(assembly_dir).glob("*.template.json")):
         size = path.stat().st_size
         if size > MAX_TEMPLATE_BYTES:
-            problems.append(f"template {path.name} is {size} bytes; CloudFormation allows {MAX_TEMPLATE_BYTES} "
-                            "(split the endpoints across stacks)")
+            where, way_out = labels.get(path.name, ("", SPLIT_ADVICE))
+            problems.append(f"template {path.name}{f' ({where})' if where else ''} is {size} bytes; CloudFormation "
+                            f"allows {MAX_TEMPLATE_BYTES} ({way_out})")
     return problems

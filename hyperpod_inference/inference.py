@@ -43,7 +43,7 @@ from .constructs.domain import CustomDomain, delegation_instructions
 from .constructs.endpoint_verification import EndpointVerification
 from .constructs.irsa import ServiceAccountRef, ServiceAccountRole
 from .constructs.model_access import grant_model_read, grant_secret_read
-from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems
+from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems, template_counts
 from .facts import naming
 from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
 from .facts.rules import partition_of_region
@@ -141,6 +141,8 @@ class HyperPodInference(Construct):
         self.capture_analytics: CaptureAnalytics | None = None
         self.domain: CustomDomain | None = None
         self._endpoint_outputs: list[tuple[Endpoint, str, list[cdk.CfnOutput]]] = []
+        #: ``stackLayout: perNamespace``: (namespace, stackGroup) -> the nested stack holding its endpoints.
+        self.nested_stacks: dict[tuple[str, str | None], cdk.NestedStack] = {}
 
         self.operator = OperatorInstall(self, config=config, oidc_provider_arn=self.oidc_provider_arn,
                                         delivery=self.delivery, cluster=cluster, endpoints=self._added,
@@ -232,7 +234,7 @@ class HyperPodInference(Construct):
             raise ConfigError(f"add_endpoint({endpoint.namespace}/{endpoint.name})", problems) from None
 
     def _add(self, endpoint: Endpoint, scope: Construct | None = None) -> InferenceEndpoint:
-        scope = scope or self
+        scope = scope or self._default_scope(endpoint)
         self._added.append(endpoint)
         self.operator.endpoint_added(endpoint)
         name = f"{endpoint.namespace}-{endpoint.name}"
@@ -296,6 +298,37 @@ class HyperPodInference(Construct):
         self._warn(endpoint, name)
         self._endpoint_outputs.append((endpoint, *self._outputs_for(scope, endpoint, added)))
         return added
+
+    def _default_scope(self, endpoint: Endpoint) -> Construct:
+        """This construct (``stackLayout: single``), or the nested stack of the endpoint's namespace and
+        ``stackGroup`` (``perNamespace``), created on first use."""
+        if self.config.stack_layout != "perNamespace":
+            return self
+        key = (endpoint.namespace, endpoint.stack_group)
+        nested = self.nested_stacks.get(key)
+        if nested is None:
+            # '.' is in neither a namespace nor a group, so the ids of two keys never coincide.
+            construct_id = ".".join(p for p in ("Namespace", *key) if p)
+            nested = cdk.NestedStack(self, construct_id, description=(
+                f"SageMaker HyperPod inference: namespace {endpoint.namespace}"
+                + (f", stack group {endpoint.stack_group}" if endpoint.stack_group else "")
+                + f" of {self.name_scope} (hyperpod-inference-cdk)"))
+            self.nested_stacks[key] = nested
+        return nested
+
+    def stack_label(self, stack: cdk.Stack) -> str:
+        """Which part of the config a stack of this construct holds: ``namespace team-a (stackGroup g)`` for a
+        nested stack, ``stack <name>`` otherwise."""
+        for (ns, group), nested in self.nested_stacks.items():
+            if nested is stack:
+                return f"namespace {ns}" + (f" (stackGroup {group})" if group else "")
+        return f"stack {stack.stack_name}"
+
+    def template_labels(self) -> dict[str, tuple[str, str]]:
+        """Nested template file name -> (the namespace and group it holds, how to split it): for
+        :func:`~hyperpod_inference.delivery.template_size_problems`."""
+        return {nested.template_file: (self.stack_label(nested), _way_out(ns, group))
+                for (ns, group), nested in self.nested_stacks.items()}
 
     def _service_account_role(self, scope: Construct, endpoint: Endpoint, sa_name: str,
                               purpose: str) -> ServiceAccountRole:
@@ -507,21 +540,40 @@ class HyperPodInference(Construct):
         self.fold_outputs()
 
     def fold_outputs(self) -> None:
-        """Over CloudFormation's 200 outputs (2-3 per endpoint): one output per endpoint instead, the same values
-        joined. Runs at synth (an aspect), after every endpoint is added."""
-        outputs = [c for c in self.stack.node.find_all()
-                   if isinstance(c, cdk.CfnOutput) and cdk.Stack.of(c) is self.stack]
-        if len(outputs) <= MAX_OUTPUTS:
-            return
-        for ep, key, outs in self._endpoint_outputs:
-            if len(outs) < 2 or cdk.Stack.of(outs[0]) is not self.stack:
+        """Over CloudFormation's 200 outputs (2-3 per endpoint) in a template: one output per endpoint of that
+        template instead, the same values joined. Runs at synth (an aspect), after every endpoint is added; each
+        stack (the enclosing one, every nested stack) is folded on its own."""
+        self._nested_stack_outputs()
+        counts = template_counts(self.stack)
+        for stack in [self.stack, *self.nested_stacks.values()]:
+            if counts.get(stack, (0, 0))[1] <= MAX_OUTPUTS:
                 continue
-            scope = outs[0].node.scope
-            for out in outs:
-                scope.node.try_remove_child(out.node.id)
-            cdk.CfnOutput(scope, f"{key}Outputs", value=" ; ".join(out.value for out in outs), description=(
-                f"{ep.namespace}/{ep.name}: status and events commands, URL and invoke command, post-deploy check"))
-        self._endpoint_outputs = []
+            rest = []
+            for ep, key, outs in self._endpoint_outputs:
+                if len(outs) < 2 or cdk.Stack.of(outs[0]) is not stack:
+                    rest.append((ep, key, outs))
+                    continue
+                scope = outs[0].node.scope
+                for out in outs:
+                    scope.node.try_remove_child(out.node.id)
+                cdk.CfnOutput(scope, f"{key}Outputs", value=" ; ".join(out.value for out in outs), description=(
+                    f"{ep.namespace}/{ep.name}: status and events commands, URL and invoke command, post-deploy "
+                    "check"))
+            self._endpoint_outputs = rest
+
+    def _nested_stack_outputs(self) -> None:
+        """The enclosing stack's one output per nested stack: the command that lists that stack's outputs (the
+        per-endpoint commands live there, so the parent stays far below 200 outputs)."""
+        for (ns, group), nested in self.nested_stacks.items():
+            construct_id = f"Namespace{pascal(ns)}" + (f"Group{pascal(group)}" if group else "") + "StackOutputs"
+            if self.node.try_find_child(construct_id) is not None:
+                continue
+            stack_id = nested.nested_stack_resource.ref if nested.nested_stack_resource is not None else ""
+            cdk.CfnOutput(self, construct_id, value=commands.join_commands([[
+                "aws", "cloudformation", "describe-stacks", "--stack-name", stack_id, "--region", self.region,
+                "--query", "Stacks[0].Outputs", "--output", "table"]]),
+                description=f"namespace {ns}" + (f", stackGroup {group}" if group else "")
+                + ": the nested stack's outputs (status, invoke and check commands of its endpoints)")
 
     # ------------------------------------------------------------------------------------------------ manifests
     @property
@@ -564,12 +616,23 @@ class _SizeLimits:
         self.owner = owner
 
     def validate(self) -> list[str]:
-        problems = self.owner.delivery.size_problems() + stack_limit_problems(self.owner.stack)
-        if self.owner._files:
+        owner = self.owner
+        counts = template_counts(owner.stack)
+        problems = owner.delivery.size_problems() + stack_limit_problems(owner.stack, counts=counts)
+        for (ns, group), nested in owner.nested_stacks.items():
+            problems += stack_limit_problems(nested, where=owner.stack_label(nested), way_out=_way_out(ns, group),
+                                             counts=counts)
+        if owner._files:
             # GitOps applies these files as they are: a deploy-time value would reach the cluster as a placeholder.
-            for name, objs in self.owner.manifest_documents().items():
+            for name, objs in owner.manifest_documents().items():
                 left = sorted(set(re.findall(r"<[A-Za-z0-9]+(?:\.[A-Za-z0-9.]+)?>", json.dumps(objs))))
                 if left:
                     problems.append(f"manifest '{name}' holds deploy-time value(s) {', '.join(left)}; with "
                                     "manifests.delivery: files every value must be known at synth")
         return problems
+
+
+def _way_out(namespace: str, group: str | None) -> str:
+    what = f"namespace {namespace}" + (f", stackGroup {group}" if group else "")
+    return (f"give some endpoints of {what} another stackGroup (endpoints[].stackGroup): each namespace and group is "
+            "a nested stack of its own")

@@ -23,12 +23,16 @@ MAX_NODES = 100_000
 
 
 class ConfigError(ValueError):
-    """Every problem of a config, each as ``<path>: <message>``; nothing is synthesized when raised."""
+    """Every problem of a config, each as ``<path>: <message>``; nothing is synthesized when raised.
 
-    def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:
+    ``sources``: the file of each problem, when they come from several files (default: ``source`` for all)."""
+
+    def __init__(self, source: str, problems: list[tuple[str, str]], *, sources: list[str] | None = None) -> None:
         self.source = source
         self.problems = problems
-        super().__init__("\n".join(f"{source}: {path}: {msg}" for path, msg in problems))
+        self.sources = list(sources) if sources is not None else [source] * len(problems)
+        lines = (f"{src}: {path}: {msg}" for src, (path, msg) in zip(self.sources, problems, strict=True))
+        super().__init__("\n".join(lines))
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -175,6 +179,73 @@ def load_config(path: str | Path, *, cluster_object: bool = False) -> HyperPodCo
         raise ConfigError(str(path), [(f"line {line}", f"not UTF-8: byte 0x{raw[err.start]:02x} at offset "
                                        f"{err.start}; save the file as UTF-8")]) from None
     return parse_config(load_yaml_text(text, str(path)), str(path), cluster_object=cluster_object)
+
+
+#: The app's stack for one config file without ``stackName``.
+DEFAULT_STACK_NAME = "HyperPodInference"
+
+
+def default_stack_name(config: HyperPodConfig, *, several: bool) -> str:
+    """``stackName``, else ``HyperPodInference`` for one config file, ``HyperPodInference-<eksClusterName>`` for
+    several."""
+    if config.stack_name:
+        return config.stack_name
+    if several and config.cluster.eks_cluster_name:
+        return f"{DEFAULT_STACK_NAME}-{config.cluster.eks_cluster_name}"
+    return DEFAULT_STACK_NAME
+
+
+def load_configs(paths: list[str | Path]) -> list[tuple[str, HyperPodConfig]]:
+    """Several config files, one stack each: ``[(stack name, config)]`` in the files' order.
+
+    Every file's problems and the rules across files are collected and raised once, each naming its file and path:
+    two files naming the same stack (``stackName``, or the default of :func:`default_stack_name`); a SageMaker
+    endpoint name used twice in one account and region; a domain name used twice in one zone."""
+    files = [str(p) for p in paths]
+    problems: list[tuple[str, tuple[str, str]]] = []
+    loaded: list[tuple[str, HyperPodConfig]] = []
+    seen_files: dict[str, int] = {}
+    for i, path in enumerate(files):
+        if path in seen_files:
+            problems.append((path, ("<file>", f"given twice (also config {seen_files[path] + 1})")))
+            continue
+        seen_files[path] = i
+        try:
+            loaded.append((path, load_config(path)))
+        except ConfigError as err:
+            problems += list(zip(err.sources, err.problems, strict=True))
+    several = len(files) > 1
+    stacks: dict[str, str] = {}
+    sm_names: dict[tuple[str, str, str], str] = {}
+    domains: dict[tuple[str, str], str] = {}
+    out: list[tuple[str, HyperPodConfig]] = []
+    for path, config in loaded:
+        name = default_stack_name(config, several=several)
+        if name in stacks:
+            problems.append((path, ("stackName", f"stack {name} is also the stack of {stacks[name]}; give one of them "
+                                    "another stackName")))
+        stacks.setdefault(name, path)
+        account, region = (config.env.account, config.env.region) if config.env else ("", "")
+        for j, ep in enumerate(config.endpoints):
+            if ep.sagemaker_endpoint_name:
+                key = (account, region, ep.sagemaker_endpoint_name.lower())
+                if key in sm_names and sm_names[key] != path:
+                    problems.append((path, (f"endpoints[{j}].sagemakerEndpointName", (
+                        f"SageMaker endpoint {ep.sagemaker_endpoint_name} is also in {sm_names[key]} (names are unique "
+                        f"per account and region: {account} / {region})"))))
+                sm_names.setdefault(key, path)
+            if ep.domain_name and config.domain is not None:
+                key2 = (config.domain.zone_name.rstrip(".").lower(), ep.domain_name.lower())
+                if key2 in domains and domains[key2] != path:
+                    problems.append((path, (f"endpoints[{j}].domainName", (
+                        f"{ep.domain_name} is also in {domains[key2]} (one record per name in zone "
+                        f"{config.domain.zone_name})"))))
+                domains.setdefault(key2, path)
+        out.append((name, config))
+    if problems:
+        sources = [src for src, _ in problems]
+        raise ConfigError(", ".join(dict.fromkeys(sources)), [p for _, p in problems], sources=sources)
+    return out
 
 
 def config_json_schema() -> dict[str, Any]:

@@ -807,6 +807,7 @@ class Endpoint(Strict):
                              "from it"),
         "verify": NoCrd("the post-deploy check (a Lambda-backed custom resource)"),
         "spec_overrides": NoCrd("merged last into the resource's spec as given (RFC 7386)"),
+        "stack_group": NoCrd("AWS side, not the custom resource (which nested stack holds the endpoint)"),
     }
     name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)] = Field(
         description="metadata.name and spec.modelName: a DNS-1123 label (stricter than the CRD's modelName pattern, "
@@ -892,6 +893,11 @@ class Endpoint(Strict):
     """A custom domain for the endpoint (needs the top-level domain)."""
     verify: Verify | None = None
     """A post-deploy check that invokes the endpoint (kubectl delivery only)."""
+    stack_group: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=32)] | None = Field(
+        default=None, description="With stackLayout: perNamespace, the nested stack of this namespace the endpoint "
+                                  "goes to (endpoints of one namespace and group share one nested stack); splits a "
+                                  "namespace that outgrows one template. Changing it moves (deletes and re-creates) "
+                                  "the endpoint.")
     spec_overrides: dict[str, Any] | None = Field(
         default=None, description="An RFC 7386 JSON merge patch applied last to the resource's spec, for fields the "
                                   "library does not model (refused on paths it writes or models).")
@@ -1081,6 +1087,8 @@ class HyperPodConfig(Strict):
         "domain": NoCrd("AWS side: the zone and certificate; the endpoints' spec.tlsConfig / spec.dnsConfig point "
                         "at them"),
         "endpoints": NoCrd("one custom resource each"),
+        "stack_name": NoCrd("AWS side, not the custom resource (the CloudFormation stack's name)"),
+        "stack_layout": NoCrd("AWS side, not the custom resource (how the stack nests its templates)"),
     }
     api_version: Literal["hyperpod-inference/v1"]
     """The config file's version: hyperpod-inference/v1."""
@@ -1101,6 +1109,16 @@ class HyperPodConfig(Strict):
     """The Route 53 zone and ACM certificate for endpoint domain names."""
     endpoints: list[Endpoint] = Field(default_factory=list)
     """The model endpoints, one operator custom resource each."""
+    stack_name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9-]*$", max_length=128)] | None = Field(
+        default=None, description="The CloudFormation stack the app builds from this file. Default: HyperPodInference "
+                                  "for one config file, HyperPodInference-<eksClusterName> for several "
+                                  "(cdk synth -c config=a.yaml,b.yaml).")
+    stack_layout: Literal["single", "perNamespace"] = Field(
+        default="single", description="single: every resource in one template. perNamespace: one nested stack per "
+                                      "namespace (and endpoint stackGroup) holding its manifests, roles and outputs, "
+                                      "for fleets beyond one template's limits. Changing it on a deployed stack moves "
+                                      "every endpoint's manifest, which deletes and re-creates the endpoints "
+                                      "(docs/fleets.md).")
 
     @model_validator(mode="after")
     def _cross_rules(self, info: ValidationInfo) -> HyperPodConfig:
@@ -1218,6 +1236,9 @@ class HyperPodConfig(Strict):
                 if ep.domain_name in domains:
                     e.append(_err(at + ("domainName",), f"already used by endpoints[{domains[ep.domain_name]}]"))
                 domains.setdefault(ep.domain_name, i)
+            if ep.stack_group is not None and self.stack_layout != "perNamespace":
+                e.append(_err(at + ("stackGroup",), "only with stackLayout: perNamespace (it names a nested stack of "
+                              "the endpoint's namespace)"))
             if ep.verify is not None and files:
                 e.append(_err(at + ("verify",), "not available with manifests.delivery: files (nothing applies the resource)"))
             if ep.model.huggingface and ep.model.huggingface.token and ep.model.huggingface.token.secrets_manager_arn:

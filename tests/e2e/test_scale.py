@@ -1,4 +1,5 @@
-"""Scale: 100 endpoints of the `common` benchmark profile (benchmarks/gen_config.py) fit in one stack.
+"""Scale: 100 endpoints of the `common` benchmark profile (benchmarks/gen_config.py) fit in one stack; 300 of the
+`heavy` profile over 10 namespaces fit `stackLayout: perNamespace`, and a 301st endpoint moves nothing.
 
 Synthesized in-process (no CLI, no cdk-nag) with the feature flags of cdk.json, so the templates are the ones
 `cdk synth` writes. These are counts against CloudFormation and kubectl-provider limits, never timings; the synth
@@ -14,8 +15,11 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+import yaml
 
 from hyperpod_inference.app import build
+from tests.golden.inventory import template_inventory
+from tests.k8s_validation import crd_errors, is_custom_resource, require_crds
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST_TYPE = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -39,15 +43,17 @@ CONTEXT = {k: v for k, v in json.loads((REPO / "cdk.json").read_text())["context
            if k not in ("config", "stackName")}
 
 
-def synth(folder: Path, n: int, profile: str = "common") -> dict[str, dict[str, Any]]:
-    """Template file name -> (template, size in bytes) for a generated config of n endpoints."""
+def synth(folder: Path, n: int, profile: str = "common", **options: Any) -> dict[str, dict[str, Any]]:
+    """Template file name -> (template, size in bytes) for a generated config of n endpoints (``options``: of
+    ``gen_config.dump``); the review manifests are written to ``<folder>/cdk.out/manifests/``."""
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / f"{profile}-{n}.yaml"
-    config.write_text(GEN.dump(n, profile))
+    config.write_text(GEN.dump(n, profile, **options))
     out = folder / "cdk.out"
     app = cdk.App(outdir=str(out), context=CONTEXT)
-    build(app, str(config), nag=False)
+    stack = build(app, str(config), nag=False)
     app.synth()
+    stack.write_manifests(str(out))
     return {p.name: {"template": json.loads(p.read_text()), "bytes": p.stat().st_size}
             for p in sorted(out.glob("*.template.json"))}
 
@@ -105,3 +111,69 @@ def test_common_profile_resources_per_endpoint(tmp_path: Path) -> None:
     nested = {n: len(t["template"]["Resources"]) for n, t in one.items() if n.endswith(".nested.template.json")}
     assert nested == {n: len(t["template"]["Resources"]) for n, t in eleven.items()
                       if n.endswith(".nested.template.json")}
+
+
+# ------------------------------------------------------------------------------- fleets: 300 heavy endpoints, nested
+FLEET = {"namespace_count": 10, "layout": "perNamespace"}
+
+
+@pytest.fixture(scope="module")
+def fleet_300(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("fleet-300")
+    synth(folder, 300, "heavy", **FLEET)
+    return folder / "cdk.out"
+
+
+def _templates(out: Path) -> dict[str, dict[str, Any]]:
+    return {p.name: {"template": json.loads(p.read_text()), "bytes": p.stat().st_size}
+            for p in sorted(out.glob("*.template.json"))}
+
+
+@pytest.mark.e2e
+def test_300_heavy_endpoints_over_10_namespaces_synthesize_within_every_limit(fleet_300: Path) -> None:
+    # GIVEN 300 heavy endpoints (token, NVMe cache, all capture tiers, verify, 100 domains) over 10 namespaces
+    templates = _templates(fleet_300)
+    namespace_stacks = [n for n in templates if "Namespace" in n and n.endswith(".nested.template.json")]
+    # THEN one nested stack per namespace holds its endpoints' manifests, each template within CloudFormation's limits
+    assert len(namespace_stacks) == 10
+    manifests = 0
+    for name, t in templates.items():
+        resources = t["template"]["Resources"]
+        assert t["bytes"] < MAX_TEMPLATE_BYTES, f"{name}: {t['bytes']} bytes"
+        assert len(resources) < MAX_RESOURCES, f"{name}: {len(resources)} resources"
+        assert len(t["template"].get("Outputs", {})) <= MAX_OUTPUTS, name
+        for logical_id, r in resources.items():
+            if r["Type"] == MANIFEST_TYPE:
+                manifests += 1
+                size = len(json.dumps(r["Properties"]["Manifest"], separators=(",", ":")))
+                assert size < MAX_MANIFEST_BYTES, f"{name}: {logical_id}: {size} bytes"
+    # an endpoint and a support manifest per endpoint, agent code per namespace, a namespace manifest per namespace
+    assert manifests == 300 * 2 + 10 + 10
+    # one kubectl provider for the app
+    assert len([n for n in templates if "KubectlProvider" in n]) == 1
+
+
+@pytest.mark.e2e
+def test_300_heavy_endpoints_custom_resources_validate_strictly(fleet_300: Path) -> None:
+    require_crds()
+    objs = [o for f in sorted((fleet_300 / "manifests").glob("*.yaml")) for o in yaml.safe_load_all(f.read_text())
+            if o and is_custom_resource(o)]
+    assert len(objs) == 300
+    errors = {o["metadata"]["name"]: crd_errors(o, "v3.3") for o in objs}
+    assert {k: v for k, v in errors.items() if v} == {}
+
+
+@pytest.mark.e2e
+def test_adding_one_endpoint_changes_no_existing_logical_id_type_or_nesting(
+        fleet_300: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # GIVEN the 300-endpoint fleet  WHEN a 301st endpoint is added (to ns0)
+    folder = tmp_path_factory.mktemp("fleet-301")
+    synth(folder, 301, "heavy", **FLEET)
+    before = template_inventory(fleet_300, "HyperPodInference.template.json")
+    after = template_inventory(folder / "cdk.out", "HyperPodInference.template.json")
+    # THEN every resource keeps its nesting path, logical ID and type; only the new endpoint's resources are added
+    assert {k: v["type"] for k, v in before.items()} == {k: after[k]["type"] for k in before if k in after}
+    assert set(before) <= set(after)
+    added = sorted(set(after) - set(before))
+    assert added and all("Ns0E300" in k.rsplit("/", 1)[1] for k in added), added
+    assert all(k.startswith(next(iter(added)).rsplit("/", 1)[0]) for k in added)  # all in ns0's nested stack
