@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import functools
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import aws_cdk as cdk
@@ -48,6 +51,16 @@ class Synth:
         if "additionalMetadataFile" in artifact:
             return json.loads((self.outdir / artifact["additionalMetadataFile"]).read_text())
         return artifact.get("metadata", {})
+
+
+@functools.cache
+def gen_config() -> ModuleType:
+    """``benchmarks/gen_config.py`` (configs with N endpoints of a benchmark profile), loaded as a module."""
+    spec = importlib.util.spec_from_file_location("gen_config", REPO / "benchmarks" / "gen_config.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def load_yaml(path: Path) -> dict[str, Any]:

@@ -8,7 +8,6 @@ time is measured by benchmarks/scale.py.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import yaml
 from hyperpod_inference.app import build
 from tests.golden.inventory import template_inventory
 from tests.k8s_validation import crd_errors, is_custom_resource, require_crds
+from tests.synth_helpers import gen_config
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST_TYPE = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -28,17 +28,7 @@ MAX_RESOURCES = 500
 MAX_OUTPUTS = 200
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_RESOURCES_PER_ENDPOINT = 3  # common profile
-
-
-def _gen_config() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_config", REPO / "benchmarks" / "gen_config.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _gen_config()
+GEN = gen_config()
 CONTEXT = {k: v for k, v in json.loads((REPO / "cdk.json").read_text())["context"].items()
            if k not in ("config", "stackName")}
 

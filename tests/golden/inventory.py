@@ -10,7 +10,6 @@ CHANGELOG.md to name it with its migration.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -35,16 +34,12 @@ PROTECTED_TYPES = (
 NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName", "Name", "FunctionName", "AddonName", "DomainName")
 
 
-def _gen_config() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_config", REPO / "benchmarks" / "gen_config.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
 
 def profiles() -> dict[str, Any]:
     """Profile name -> config (a path or a dict): the default config, the files fixture and the benchmark profiles."""
-    gen = _gen_config()
+    from tests.synth_helpers import gen_config
+
+    gen = gen_config()
     out: dict[str, Any] = {"default": REPO / "hyperpod.yaml", "files": REPO / "tests" / "fixtures" / "files.yaml"}
     for profile in gen.PROFILES:
         out[f"bench-{profile}"] = gen.config(3, profile)

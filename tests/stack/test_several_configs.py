@@ -5,7 +5,6 @@ manifests under ``manifests/<stack>/``; the rules across files are config errors
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -21,18 +20,9 @@ from hyperpod_inference.config import ConfigError
 from hyperpod_inference.config.loader import load_configs
 from tests.golden.inventory import template_inventory
 from tests.k8s_validation import require_crds, validate_all
-from tests.synth_helpers import REPO
+from tests.synth_helpers import REPO, gen_config
 
-
-def _gen() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_config", REPO / "benchmarks" / "gen_config.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _gen()
+GEN = gen_config()
 
 
 def cluster_config(cluster: str, region: str, *, prefix: str, stack_name: str | None = None) -> dict[str, Any]:

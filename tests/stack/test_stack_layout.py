@@ -3,7 +3,6 @@ its own, with one kubectl provider for the app, cdk-nag clean, in the operator's
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -13,21 +12,14 @@ import pytest
 
 from hyperpod_inference.config import ConfigError, parse_config
 from hyperpod_inference.delivery import template_size_problems
-from tests.synth_helpers import REPO, Synth, synth_config
+from tests.synth_helpers import Synth, gen_config, synth_config
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 NESTED = "AWS::CloudFormation::Stack"
 
 
-def _gen() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_config", REPO / "benchmarks" / "gen_config.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
-
-GEN = _gen()
+GEN = gen_config()
 
 
 def fleet_config() -> dict[str, Any]:
