@@ -63,6 +63,19 @@ def gen_config() -> ModuleType:
     return module
 
 
+def with_endpoint_changes(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A copy of ``config`` whose first endpoint has no weight cache and the given keys changed (None deletes one)."""
+    data = copy.deepcopy(config)
+    ep = data["endpoints"][0]
+    ep["weightCache"] = {"mode": "off"}
+    for key, value in changes.items():
+        if value is None:
+            ep.pop(key, None)
+        else:
+            ep[key] = value
+    return data
+
+
 def load_yaml(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 

@@ -11,7 +11,7 @@ from hyperpod_inference.charts.endpoint import EndpointWiring, SecretRef, build_
 from hyperpod_inference.charts.runtimes import PRESETS
 from hyperpod_inference.config import parse_config
 from tests.k8s_validation import crd_errors
-from tests.synth_helpers import DEFAULT_CONFIG
+from tests.synth_helpers import DEFAULT_CONFIG, with_endpoint_changes
 
 BASE = yaml.safe_load(DEFAULT_CONFIG.read_text())
 WIRING = EndpointWiring(region="us-west-2", capture_s3_uri="s3://cap-bucket/data-capture",
@@ -22,15 +22,7 @@ WIRING = EndpointWiring(region="us-west-2", capture_s3_uri="s3://cap-bucket/data
 
 
 def endpoint(**changes):
-    data = copy.deepcopy(BASE)
-    ep = data["endpoints"][0]
-    ep["weightCache"] = {"mode": "off"}
-    for key, value in changes.items():
-        if value is None:
-            ep.pop(key, None)
-        else:
-            ep[key] = value
-    return parse_config(data).endpoints[0]
+    return parse_config(with_endpoint_changes(BASE, **changes)).endpoints[0]
 
 
 TIER1 = {"sagemakerEndpoint": {"enabled": True, "initialSamplingPercentage": 20, "captureModes": ["Input"],

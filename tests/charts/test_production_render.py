@@ -13,7 +13,7 @@ from hyperpod_inference.charts.nvme_cache import _placement, _tolerations
 from hyperpod_inference.charts.overrides import merge_patch
 from hyperpod_inference.config import parse_config
 from tests.k8s_validation import _crd_schemas, crd_errors, require_crds
-from tests.synth_helpers import DEFAULT_CONFIG
+from tests.synth_helpers import DEFAULT_CONFIG, with_endpoint_changes
 
 BASE = yaml.safe_load(DEFAULT_CONFIG.read_text())
 BASE["endpoints"][0].pop("autoScalingSpec")  # the default config's own trigger: each test sets what it tests
@@ -24,16 +24,7 @@ PRODUCTION_KEYS = {"autoScalingSpec", "intelligentRoutingSpec", "kvCacheSpec", "
 
 
 def endpoint(**changes):
-    data = copy.deepcopy(BASE)
-    ep = data["endpoints"][0]
-    ep["weightCache"] = {"mode": "off"}
-    ep.pop("dataCapture")
-    for key, value in changes.items():
-        if value is None:
-            ep.pop(key, None)
-        else:
-            ep[key] = value
-    return parse_config(data).endpoints[0]
+    return parse_config(with_endpoint_changes(BASE, **{"dataCapture": None, **changes})).endpoints[0]
 
 
 def render(**changes):

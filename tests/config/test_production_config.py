@@ -3,7 +3,6 @@ unwise-but-accepted one gives a warning with its stable ID."""
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import yaml
 
 from hyperpod_inference.config import ConfigError, parse_config
 from hyperpod_inference.config.warnings import endpoint_warnings
+from tests.synth_helpers import with_endpoint_changes
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "hyperpod.yaml").read_text())
@@ -22,14 +22,7 @@ PROM = {"serverAddress": AMP, "query": "sum(rate(vllm:num_requests_running[1m]))
 
 def config(*, version: str | None = None, **changes):
     """The default config, its first endpoint changed (a value None deletes the key)."""
-    data = copy.deepcopy(DEFAULT)
-    ep = data["endpoints"][0]
-    ep["weightCache"] = {"mode": "off"}
-    for key, value in changes.items():
-        if value is None:
-            ep.pop(key, None)
-        else:
-            ep[key] = value
+    data = with_endpoint_changes(DEFAULT, **changes)
     if version:
         data.setdefault("operator", {})["version"] = version
     return data
