@@ -137,6 +137,9 @@ class HyperPodInference(Construct):
         self.delivery = ManifestDelivery(cluster if not self._files else None)
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._added: list[Endpoint] = []
+        self._sealed = False
+        self._token_syncs: dict[str, tuple[iam.IRole, set[str | None]]] = {}
+        self._warm_groups: dict[str, _WarmGroup] = {}
         self.capture: DataCaptureStorage | None = None
         self.capture_analytics: CaptureAnalytics | None = None
         self.domain: CustomDomain | None = None
@@ -234,21 +237,23 @@ class HyperPodInference(Construct):
             raise ConfigError(f"add_endpoint({endpoint.namespace}/{endpoint.name})", problems) from None
 
     def _add(self, endpoint: Endpoint, scope: Construct | None = None) -> InferenceEndpoint:
+        if self._sealed:
+            raise ValueError(f"add_endpoint({endpoint.namespace}/{endpoint.name}): the app was already synthesized "
+                             "(or its manifests read); add every endpoint before that")
         scope = scope or self._default_scope(endpoint)
+        scope_key = self._scope_key(scope)
         self._added.append(endpoint)
         self.operator.endpoint_added(endpoint)
         name = f"{endpoint.namespace}-{endpoint.name}"
         base_deps = [self._namespace_units[endpoint.namespace]] if endpoint.namespace in self._namespace_units else []
+        deps = list(base_deps)
         support_objs: list[dict[str, Any]] = []
-        token = token_secret_ref(endpoint)
+        token = token_secret_ref(endpoint, scope_key)
         hf = endpoint.model.huggingface
         token_role = model_role = None
         if hf is not None and hf.token is not None and hf.token.secrets_manager_arn:
-            token_role = self._service_account_role(scope, endpoint, token_names(endpoint)["service_account"],
-                                                    "HfToken")
-            grant_secret_read(token_role, secret_arn=hf.token.secrets_manager_arn, kms_key_arn=hf.token.kms_key_arn)
-            support_objs += external_secret_objects(endpoint, region=self.region,
-                                                    role_arn=self.manifest_role_arn(token_role))
+            token_unit, token_role = self._token_sync(scope, endpoint, base_deps)
+            deps.append(token_unit)
         s3_source = endpoint.model.s3
         wiring: dict[str, Any] = {"region": self.region}
         plan = None
@@ -256,14 +261,17 @@ class HyperPodInference(Construct):
             sa_name = None
             if s3_source is not None:
                 sa_name = model_reader_service_account(endpoint, None)["metadata"]["name"]
-                model_role = self._service_account_role(scope, endpoint, sa_name, "ModelReader")
+                model_role = self._service_account_role(scope, endpoint.namespace, endpoint.name, sa_name,
+                                                        "ModelReader")
                 grant_model_read(model_role, bucket=s3_source.bucket, prefix=s3_source.prefix,
                                  kms_key_arn=s3_source.kms_key_arn)
                 support_objs.append(model_reader_service_account(endpoint, self.manifest_role_arn(model_role)))
             plan = NvmeCachePlan(endpoint, self.region, token, sa_name, code_configmap_prefix=self._agent_code_prefix,
-                                 share_across_namespaces=endpoint.weight_cache.share_across_namespaces)
+                                 share_across_namespaces=endpoint.weight_cache.share_across_namespaces,
+                                 group_scope=scope_key)
             wiring.update(kubernetes_volumes=plan.volumes(), init_containers=plan.init_containers(),
                           model_volume_name=endpoint.weight_cache.volume_name, service_account_name=sa_name)
+            deps.append(self._agent_code_unit(scope, endpoint.namespace, base_deps))
         else:
             # The operator hands the token to its own init container (and, without prefetch, to the runtime).
             wiring["token_secret"] = token
@@ -278,17 +286,16 @@ class HyperPodInference(Construct):
             domain = self._domain_for(endpoint.domain_name)
             wiring.update(certificate_arn=domain.certificate_arn, hosted_zone_id=domain.hosted_zone_id,
                           tls_output_s3_uri=self.tls_bucket.s3_uri)
-        deps = list(base_deps)
-        if support_objs or plan is not None:
-            support_deps = list(base_deps)
-            if plan is not None:
-                support_deps.append(self._agent_code_unit(scope, endpoint.namespace, base_deps))
+        if support_objs:
             support = self.delivery.chart(f"{name}-support")
             add_objects(support, support_objs)
-            if plan is not None:
-                NvmeCache(support, "NvmeCache", plan=plan)
-            self.delivery.deliver(scope, support.node.id, support, depends_on=support_deps)
+            self.delivery.deliver(scope, support.node.id, support, depends_on=base_deps)
             deps.append(support.node.id)
+        if plan is not None:
+            # The warm DaemonSet is shared by every endpoint with the same agent pod; built at synth (_seal), once
+            # every endpoint is known.
+            group = self._warm_groups.setdefault(plan.warm_name, _WarmGroup(scope, [], list(deps)))
+            group.plans.append(plan)
         chart = EndpointChart(self.delivery.k8s_app, name, endpoint=endpoint, wiring=EndpointWiring(**wiring))
         unit = self.delivery.deliver(scope, name, chart, depends_on=deps, after=list(self.operator.dependencies),
                                      custom_resource=True)
@@ -298,6 +305,51 @@ class HyperPodInference(Construct):
         self._warn(endpoint, name)
         self._endpoint_outputs.append((endpoint, *self._outputs_for(scope, endpoint, added)))
         return added
+
+    def _scope_key(self, scope: Construct) -> str:
+        """Which stack of this construct ``scope`` is in: '' for the enclosing stack, else the nested stack's path
+        below this construct. Shared per-namespace objects (token syncs, warm DaemonSets) carry it in their names, so
+        two stacks never apply objects of the same name."""
+        stack = cdk.Stack.of(scope)
+        if stack is self.stack:
+            return ""
+        path, mine = stack.node.path, self.node.path + "/"
+        return path[len(mine):] if path.startswith(mine) else path
+
+    def _token_sync(self, scope: Construct, endpoint: Endpoint, depends_on: list[str]) -> tuple[str, iam.IRole]:
+        """The namespace's sync of the endpoint's Secrets Manager token (created on first use, shared by every
+        endpoint of the namespace and stack that names the same secret): its unit name and reader role."""
+        hf = endpoint.model.huggingface
+        assert hf is not None and hf.token is not None and hf.token.secrets_manager_arn
+        scope_key = self._scope_key(scope)
+        names = token_names(endpoint, scope_key)
+        unit_name = f"{endpoint.namespace}-{names['secret']}"
+        sync = self._token_syncs.get(unit_name)
+        if sync is None:
+            role = self._service_account_role(scope, endpoint.namespace, names["secret"], names["service_account"],
+                                              "Reader")
+            chart = self.delivery.chart(unit_name)
+            add_objects(chart, external_secret_objects(endpoint, region=self.region, scope_key=scope_key,
+                                                       role_arn=self.manifest_role_arn(role)))
+            self.delivery.deliver(scope, unit_name, chart, depends_on=depends_on)
+            sync = self._token_syncs[unit_name] = (role, set())
+        role, keys = sync
+        if hf.token.kms_key_arn not in keys:
+            grant_secret_read(role, secret_arn=hf.token.secrets_manager_arn, kms_key_arn=hf.token.kms_key_arn)
+            keys.add(hf.token.kms_key_arn)
+        return unit_name, role
+
+    def _seal(self) -> None:
+        """Once every endpoint is added (at synth, or when the manifests are first read): the shared warm
+        DaemonSets, each with the models of all its endpoints. No endpoint can be added after this."""
+        if self._sealed:
+            return
+        self._sealed = True
+        for warm_name, group in self._warm_groups.items():
+            unit_name = f"{group.plans[0].endpoint.namespace}-{warm_name}"
+            chart = self.delivery.chart(unit_name)
+            NvmeCache(chart, "NvmeCache", plans=group.plans)
+            self.delivery.deliver(group.scope, unit_name, chart, depends_on=group.depends_on)
 
     def _default_scope(self, endpoint: Endpoint) -> Construct:
         """This construct (``stackLayout: single``), or the nested stack of the endpoint's namespace and
@@ -330,17 +382,18 @@ class HyperPodInference(Construct):
         return {nested.template_file: (self.stack_label(nested), _way_out(ns, group))
                 for (ns, group), nested in self.nested_stacks.items()}
 
-    def _service_account_role(self, scope: Construct, endpoint: Endpoint, sa_name: str,
+    def _service_account_role(self, scope: Construct, namespace: str, owner: str, sa_name: str,
                               purpose: str) -> ServiceAccountRole:
+        """The IRSA role of ``namespace``/``sa_name``, for ``owner`` (an endpoint, or a shared token sync)."""
         # With files delivery nothing resolves the manifests' values at deploy: the role gets a deterministic name
         # (the naming function), so the ServiceAccount's annotation carries its real ARN (manifest_role_arn).
-        role_name = naming.physical_name(naming.dns_safe(self.name_scope, default="hyperpod"), endpoint.namespace,
-                                         endpoint.name, purpose, rule=naming.IAM_ROLE) if self._files else None
+        role_name = naming.physical_name(naming.dns_safe(self.name_scope, default="hyperpod"), namespace,
+                                         owner, purpose, rule=naming.IAM_ROLE) if self._files else None
         return ServiceAccountRole(
-            scope, f"{pascal(endpoint.namespace)}{pascal(endpoint.name)}{purpose}Role",
+            scope, f"{pascal(namespace)}{pascal(owner)}{purpose}Role",
             oidc_provider_arn=self.oidc_provider_arn, role_name=role_name,
-            service_account=ServiceAccountRef(endpoint.namespace, sa_name),
-            description=f"{purpose} for {endpoint.namespace}/{endpoint.name} (hyperpod-inference-cdk)")
+            service_account=ServiceAccountRef(namespace, sa_name),
+            description=f"{purpose} for {namespace}/{owner} (hyperpod-inference-cdk)")
 
     def manifest_role_arn(self, role: iam.IRole) -> str:
         """A role's ARN as a manifest carries it: the literal ARN of a named role with files delivery (the GitOps
@@ -532,7 +585,9 @@ class HyperPodInference(Construct):
         cdk.CfnOutput(self, "TlsBucketName", value=self.tls_bucket.bucket_name)
 
     def _finalize(self) -> None:
-        """At synth, once every endpoint is added: KEDA's trigger grants, then the output fold."""
+        """At synth, once every endpoint is added: the shared warm DaemonSets, KEDA's trigger grants, then the
+        output fold."""
+        self._seal()
         if self.keda_triggers is None:
             roles = self.operator.dependency_roles
             self.keda_triggers = KedaTriggerAccess(self, "KedaTriggers", endpoints=self._added, account=self.account,
@@ -578,6 +633,7 @@ class HyperPodInference(Construct):
     # ------------------------------------------------------------------------------------------------ manifests
     @property
     def units(self) -> list[ManifestUnit]:
+        self._seal()
         return list(self.delivery.units.values())
 
     @property
@@ -586,15 +642,27 @@ class HyperPodInference(Construct):
 
     @property
     def manifest_resources(self) -> dict[str, eks.KubernetesManifest]:
+        self._seal()
         return {u.name: u.resource for u in self.delivery.units.values() if u.resource is not None}
 
     def manifest_documents(self) -> dict[str, list[dict[str, Any]]]:
         """Every chart's objects, deploy-time values shown as placeholders (``<LogicalId.Attr>``)."""
+        self._seal()
         return self.delivery.documents(self.stack)
 
     def write_manifests(self, outdir: str) -> list[str]:
         """Write ``<outdir>/manifests/<chart>.yaml`` (one file per chart)."""
+        self._seal()
         return self.delivery.write(self.stack, outdir)
+
+
+@dataclass
+class _WarmGroup:
+    """Endpoints warmed by one DaemonSet: the scope it is delivered into, their plans, the units it waits for."""
+
+    scope: Construct
+    plans: list[NvmeCachePlan]
+    depends_on: list[str]
 
 
 @jsii.implements(cdk.IAspect)

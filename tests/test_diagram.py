@@ -98,12 +98,15 @@ def test_imported_resources_and_annotated_service_accounts(files_out):
     edges = _dot_edges(diagram.to_dot(graph))
 
     # ServiceAccount with eks.amazonaws.com/role-arn whose role trusts it: one two-way IRSA edge
-    role = _ids(graph, "InferenceQwenChatHfTokenRole", "IAM role")
-    sa = "k8s:inference/ServiceAccount/qwen-chat-hf-token-reader"
+    (role,) = [n.id for n in graph.nodes.values() if re.fullmatch(r"InferenceHfToken[0-9a-f]{10}ReaderRole", n.name)
+               and n.caption.startswith("IAM role")]
+    (sync,) = [n.id[len("k8s:inference/SecretStore/"):] for n in graph.nodes.values()
+               if n.id.startswith("k8s:inference/SecretStore/")]
+    sa = f"k8s:inference/ServiceAccount/{sync}-reader"
     assert "dir=both" in edges[(role, sa)]
-    assert ("k8s:inference/SecretStore/qwen-chat-hf-token", sa) in edges
+    assert (f"k8s:inference/SecretStore/{sync}", sa) in edges
     secret = _ids(graph, "hf-token-AbCdEf", "Secrets Manager secret (imported)")
-    assert (role, secret) in edges and ("k8s:inference/ExternalSecret/qwen-chat-hf-token", secret) in edges
+    assert (role, secret) in edges and (f"k8s:inference/ExternalSecret/{sync}", secret) in edges
 
     # imported zone / certificate (literal ids in the manifests and the policies) are one node each
     zone = _ids(graph, "Z0123456789ABCDEFGHIJ", "Route 53 hosted zone (imported)")

@@ -18,6 +18,7 @@ import io
 import json
 import tokenize
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,10 +119,6 @@ def agent_image(endpoint: Endpoint, region: str) -> str:
     return PRESETS[endpoint.effective_runtime or "vllm"].image(region)
 
 
-def _names(endpoint: Endpoint) -> dict[str, str]:
-    return {"configmap": f"{endpoint.name}-nvme-agent", "daemonset": f"{endpoint.name}-nvme-warm"}
-
-
 def _agent_env(token: SecretRef | None) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": "HF_HOME", "value": "/tmp/hf"},
@@ -136,8 +133,10 @@ def _agent_env(token: SecretRef | None) -> list[dict[str, Any]]:
 def _token_volume(token: SecretRef | None) -> list[dict[str, Any]]:
     if token is None:
         return []
-    return [{"name": TOKEN_VOLUME, "secret": {"secretName": token.name, "defaultMode": 0o400,
-                                              "items": [{"key": token.key, "path": "token"}]}}]
+    secret: dict[str, Any] = {"secretName": token.name, "defaultMode": 0o400}
+    if token.key != "token":  # the file is always <TOKEN_MOUNT>/token
+        secret["items"] = [{"key": token.key, "path": "token"}]
+    return [{"name": TOKEN_VOLUME, "secret": secret}]
 
 
 def _token_mount(token: SecretRef | None) -> list[dict[str, Any]]:
@@ -162,6 +161,8 @@ class NvmeCachePlan:
     code_configmap_prefix: str = AGENT_CODE_CONFIGMAP
     share_across_namespaces: bool = False
     lease_sidecar: bool = False
+    #: Keeps the warm DaemonSets of different stacks (nested stacks of one namespace) apart: part of their names.
+    group_scope: str = ""
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -178,9 +179,26 @@ class NvmeCachePlan:
     def model_host_path(self) -> str:
         return f"{self.host_root}/{model_relative_dir(self.spec)}"
 
+    def warm_key(self) -> str:
+        """Everything the warm DaemonSet's pod spec depends on except the list of models: plans with equal keys are
+        warmed by one DaemonSet (:class:`NvmeCache`)."""
+        ep = self.endpoint
+        return json.dumps({
+            "namespace": ep.namespace, "scope": self.group_scope, "image": agent_image(ep, self.region),
+            "placement": _placement(ep), "tolerations": _tolerations(ep), "root": self.host_root,
+            "token": [self.token.name, self.token.key] if self.token else None,
+            "serviceAccount": self.service_account_name, "sources": _source_mounts(ep), "args": self.min_free_args(),
+        }, sort_keys=True)
+
+    @property
+    def warm_name(self) -> str:
+        """The warm DaemonSet's name (also the stem of its models ConfigMap and NetworkPolicy): ``nvme-warm-<hash of
+        the warm key>``, so adding or removing an endpoint of the group never renames it."""
+        return f"nvme-warm-{hashlib.sha256(self.warm_key().encode()).hexdigest()[:10]}"
+
     @property
     def configmap_name(self) -> str:
-        return _names(self.endpoint)["configmap"]
+        return f"{self.warm_name}-models"
 
     @property
     def code_configmap_name(self) -> str:
@@ -204,7 +222,7 @@ class NvmeCachePlan:
     def init_containers(self) -> tuple[dict[str, Any], ...]:
         """Cold-cache fallback: cache hit -> exits at once; miss -> downloads into the node cache, then exits; either
         way it leases the model under the pod's name (and, with ``lease_sidecar``, a sidecar keeps the lease)."""
-        model = json.dumps(self.spec, sort_keys=True)
+        model = json.dumps(self.spec, sort_keys=True, separators=(",", ":"))
         mounts = [
             {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
             {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
@@ -235,32 +253,55 @@ class NvmeCachePlan:
         }
         return (fill, lease)
 
-    def config_hash(self) -> str:
-        digest = hashlib.sha256(json.dumps({"spec": self.spec, "code": agent_code_hash(), "root": self.host_root,
-                                            "args": self.min_free_args()}, sort_keys=True).encode())
-        return digest.hexdigest()[:16]
+
+
+def _models(plans: Sequence[NvmeCachePlan]) -> list[dict[str, Any]]:
+    """The distinct model specs of ``plans``, in a stable order (two endpoints may serve one model)."""
+    seen = {json.dumps(p.spec, sort_keys=True): p.spec for p in plans}
+    return [seen[k] for k in sorted(seen)]
 
 
 class NvmeCache(Construct):
-    """The models ConfigMap and the warm-cache DaemonSet for one endpoint (the code comes from ``NvmeAgentCode``), in the endpoint's namespace (it reads that
-    namespace's token Secret and nothing else)."""
+    """The warm-cache DaemonSet, its models ConfigMap and its deny-ingress NetworkPolicy for one or more endpoints
+    whose agent pods would be identical apart from the models (equal :meth:`NvmeCachePlan.warm_key`: namespace,
+    image, placement, token, service account, cache root, ...): one DaemonSet warms all their models on every node
+    they may run on. The code comes from ``NvmeAgentCode``. It reads its own namespace's token Secret and nothing
+    else.
 
-    def __init__(self, scope: Construct, construct_id: str, *, plan: NvmeCachePlan) -> None:
+    :param plan: one endpoint's plan; or
+    :param plans: several (equal warm keys), e.g. every daemonset-cached endpoint of a namespace with the same model
+        server image and token.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, plan: NvmeCachePlan | None = None,
+                 plans: Sequence[NvmeCachePlan] = ()) -> None:
         super().__init__(scope, construct_id)
-        ep = plan.endpoint
+        group = [*([plan] if plan is not None else []), *plans]
+        if not group:
+            raise ValueError("NvmeCache: give plan or plans")
+        keys = {p.warm_key() for p in group}
+        if len(keys) > 1:
+            names = ", ".join(f"{p.endpoint.namespace}/{p.endpoint.name}" for p in group)
+            raise ValueError(f"NvmeCache: the plans of {names} need different warm pods (image, placement, token, "
+                             "service account or cache root differ); give each its own NvmeCache")
+        first = group[0]
+        ep = first.endpoint
         ns = ep.namespace
-        labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": ep.name}
+        self.plans = tuple(group)
+        self.name = first.warm_name
+        models = _models(group)
+        labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": self.name}
         self.config_map = kplus.ConfigMap(self, "Models", metadata=cdk8s.ApiObjectMetadata(
-            name=plan.configmap_name, namespace=ns, labels=labels),
-            data={MODELS_FILE: json.dumps([plan.spec], indent=1, sort_keys=True)})
+            name=first.configmap_name, namespace=ns, labels=labels),
+            data={MODELS_FILE: json.dumps(models, indent=1, sort_keys=True)})
 
         models_path = f"/etc/nvme-agent/{MODELS_FILE}"
         common = ["--cache-root", CACHE_MOUNT, "--models-file", models_path]
         container = {
             "name": "warm",
-            "image": agent_image(ep, plan.region),
-            "command": agent_command("warm", *common, "--interval", "300", *plan.min_free_args()),
-            "env": _agent_env(plan.token),
+            "image": agent_image(ep, first.region),
+            "command": agent_command("warm", *common, "--interval", "300", *first.min_free_args()),
+            "env": _agent_env(first.token),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
             "readinessProbe": {"exec": {"command": agent_command("check", *common)},
@@ -271,21 +312,21 @@ class NvmeCache(Construct):
                 {"name": "models", "mountPath": "/etc/nvme-agent", "readOnly": True},
                 {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
                 *_source_mounts(ep)[1],
-                *_token_mount(plan.token),
+                *_token_mount(first.token),
             ],
         }
         pod_spec = {
             "containers": [container],
             "volumes": [
-                {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": plan.host_root, "type": "DirectoryOrCreate"}},
-                _code_volume(plan.code_configmap_name),
-                {"name": "models", "configMap": {"name": plan.configmap_name,
+                {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": first.host_root, "type": "DirectoryOrCreate"}},
+                _code_volume(first.code_configmap_name),
+                {"name": "models", "configMap": {"name": first.configmap_name,
                                                  "items": [{"key": MODELS_FILE, "path": MODELS_FILE}]}},
                 {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
                 *_source_mounts(ep)[0],
-                *_token_volume(plan.token),
+                *_token_volume(first.token),
             ],
-            # Only the nodes that can serve this endpoint: its placement (instance type(s) or node affinity).
+            # Only the nodes that can serve these endpoints: their placement (instance type(s) or node affinity).
             "affinity": {"nodeAffinity": _placement(ep)},
             # Accelerator nodes are commonly tainted; the agent uses no accelerator but must run there.
             "tolerations": _tolerations(ep),
@@ -294,24 +335,29 @@ class NvmeCache(Construct):
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "terminationGracePeriodSeconds": 30,
         }
-        if plan.service_account_name:
-            pod_spec["serviceAccountName"] = plan.service_account_name
-        selector = {"app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": ep.name}
+        if first.service_account_name:
+            pod_spec["serviceAccountName"] = first.service_account_name
+        selector = {"app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": self.name}
+        # The pods roll when the models, the code or the agent's arguments change.
+        config_hash = hashlib.sha256(json.dumps({"models": models, "code": agent_code_hash(), "key": first.warm_key()},
+                                                sort_keys=True).encode()).hexdigest()[:16]
+        endpoints = ",".join(sorted({p.endpoint.name for p in group}))
         # An untyped object: cdk8s-plus's DaemonSet re-serializes resources and rollingUpdate from its own typed
         # fields and drops plain quantities, so the exact spec goes in as JSON (validated in tests).
         self.daemon_set = cdk8s.ApiObject(
             self, "Warm", api_version="apps/v1", kind="DaemonSet",
-            metadata=cdk8s.ApiObjectMetadata(name=_names(ep)["daemonset"], namespace=ns, labels=labels))
+            metadata=cdk8s.ApiObjectMetadata(name=self.name, namespace=ns, labels=labels,
+                                             annotations={"hyperpod-inference/endpoints": endpoints}))
         self.daemon_set.add_json_patch(cdk8s.JsonPatch.add("/spec", {
             "selector": {"matchLabels": selector},
             "template": {"metadata": {"labels": labels,
-                                      "annotations": {"hyperpod-inference/config-hash": plan.config_hash()}},
+                                      "annotations": {"hyperpod-inference/config-hash": config_hash}},
                          "spec": pod_spec},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
         }))
         # The agent serves nothing: no ingress at all.
         self.network_policy = kplus.NetworkPolicy(
-            self, "DenyIngress", metadata=cdk8s.ApiObjectMetadata(name=f"{ep.name}-nvme-agent-deny-ingress",
+            self, "DenyIngress", metadata=cdk8s.ApiObjectMetadata(name=f"{self.name}-deny-ingress",
                                                                  namespace=ns, labels=labels),
             selector=kplus.Pods.select(self, "AgentPods", labels=selector),
             ingress=kplus.NetworkPolicyTraffic(default=kplus.NetworkPolicyTrafficDefault.DENY))
@@ -356,28 +402,10 @@ def shipped_source_files() -> dict[str, str]:
     return {name: strip_source(text) for name, text in agent_source_files().items()}
 
 
-@functools.cache
-def agent_bundle() -> bytes:
-    """The shipped files as one zlib-compressed JSON object (deterministic: the same code gives the same bytes)."""
-    return zlib.compress(json.dumps(shipped_source_files(), sort_keys=True).encode(), 9)
-
-
-def agent_code_hash() -> str:
-    return hashlib.sha256(agent_bundle()).hexdigest()
-
-
-def agent_code_configmap_name(prefix: str = AGENT_CODE_CONFIGMAP) -> str:
-    return f"{prefix}-{agent_code_hash()[:10]}"
-
-
-# Hashes the mounted bundle; on a match imports the agent from the very bytes it hashed (nothing is read again) and
-# runs it as `python -m nvme_agent <args>`; else exits 6 naming the mismatch. argv: <sha256> <bundle> <agent args...>
-BOOTSTRAP = "\n".join([
-    "import hashlib,json,runpy,sys,zlib,importlib.util as u",
-    "d=open(sys.argv[2],'rb').read()",
-    "if hashlib.sha256(d).hexdigest()!=sys.argv[1]:print('nvme-agent: the mounted agent code does not have the hash "
-    f"this pod spec names; refusing to run',file=sys.stderr);sys.exit({EXIT_CODE_MISMATCH})",
-    "F=json.loads(zlib.decompress(d))",
+#: What the bundle runs once the bootstrap has checked its hash: the files (``F``) imported as the ``nvme_agent``
+#: package from the very bytes that were hashed (nothing is read again), run as ``python -m nvme_agent <args>``.
+_LOADER = "\n".join([
+    "import runpy,sys,importlib.util as u",
     "class L:",
     " def __init__(s,k):s.k=k",
     " def create_module(s,p):return None",
@@ -391,6 +419,44 @@ BOOTSTRAP = "\n".join([
     "sys.meta_path.insert(0,M())",
     "sys.argv=['nvme_agent']+sys.argv[3:]",
     "runpy.run_module('nvme_agent',run_name='__main__',alter_sys=True)",
+    "",
+])
+
+
+def bundle_of(files: dict[str, str]) -> bytes:
+    """``files`` (name -> source) as a bundle: one zlib-compressed Python program that imports them as the
+    ``nvme_agent`` package and runs it (deterministic: the same files give the same bytes)."""
+    return zlib.compress(f"F={dict(sorted(files.items()))!r}\n{_LOADER}".encode(), 9)
+
+
+def bundle_files(bundle: bytes) -> dict[str, str]:
+    """The files a bundle carries (the inverse of :func:`bundle_of`)."""
+    head = zlib.decompress(bundle).decode().split("\n", 1)[0]
+    return ast.literal_eval(head[len("F="):])
+
+
+@functools.cache
+def agent_bundle() -> bytes:
+    """The shipped files as one bundle (:func:`bundle_of`)."""
+    return bundle_of(shipped_source_files())
+
+
+def agent_code_hash() -> str:
+    return hashlib.sha256(agent_bundle()).hexdigest()
+
+
+def agent_code_configmap_name(prefix: str = AGENT_CODE_CONFIGMAP) -> str:
+    return f"{prefix}-{agent_code_hash()[:10]}"
+
+
+# Hashes the mounted bundle and runs it only on a match (it then imports the agent from the bytes it hashed), else
+# exits 6 naming the mismatch. Kept short: it is in every agent container's command. argv: <sha256> <bundle> <args...>
+BOOTSTRAP = "\n".join([
+    "import hashlib,sys,zlib",
+    "d=open(sys.argv[2],'rb').read()",
+    "if hashlib.sha256(d).hexdigest()!=sys.argv[1]:print('nvme-agent: the mounted agent code does not have the hash "
+    f"this pod spec names; refusing to run',file=sys.stderr);sys.exit({EXIT_CODE_MISMATCH})",
+    "exec(zlib.decompress(d))",
 ])
 
 
@@ -400,8 +466,8 @@ def agent_command(*args: str) -> list[str]:
 
 
 def _code_volume(configmap_name: str) -> dict[str, Any]:
-    return {"name": AGENT_CODE_VOLUME,
-            "configMap": {"name": configmap_name, "items": [{"key": AGENT_BUNDLE, "path": AGENT_BUNDLE}]}}
+    # The ConfigMap's one key is the bundle, so it appears as <mount>/<AGENT_BUNDLE> without an items list.
+    return {"name": AGENT_CODE_VOLUME, "configMap": {"name": configmap_name}}
 
 
 class NvmeAgentCode(Construct):

@@ -34,6 +34,9 @@ RESOURCE_TYPE = "Custom::SageMakerEndpointVerification"
 #: ``EndpointVerification`` defaults: wait up to an hour, poll every 30 seconds.
 DEFAULT_TIMEOUT = Duration.minutes(60)
 DEFAULT_QUERY_INTERVAL = Duration.seconds(30)
+#: The handler's content type when the resource gives none (also its default for FailDeployment and ShowResponse:
+#: "false").
+DEFAULT_CONTENT_TYPE = "application/json"
 _MIN_TIMEOUT = Duration.minutes(5)
 #: A custom resource must answer CloudFormation within one hour.
 _MAX_TIMEOUT = Duration.minutes(60)
@@ -230,7 +233,7 @@ class EndpointVerification(Construct):
         *,
         endpoint_name: str,
         payload: str | Mapping[str, Any] | Sequence[Any],
-        content_type: str = "application/json",
+        content_type: str = DEFAULT_CONTENT_TYPE,
         fail_deployment: bool = False,
         show_response: bool = False,
         timeout: Duration = DEFAULT_TIMEOUT,
@@ -258,15 +261,20 @@ class EndpointVerification(Construct):
         self.provider = EndpointVerificationProvider.of(self, timeout=timeout, query_interval=query_interval)
         self.provider.grant_verify(self.endpoint_arn)
 
+        # The handler's defaults (application/json, FailDeployment and ShowResponse "false") are left out: a fleet
+        # carries one such resource per endpoint.
         properties = {
             "EndpointName": endpoint_name,
             "Payload": payload,
-            "ContentType": content_type,
-            "FailDeployment": "true" if fail_deployment else "false",
-            "ShowResponse": "true" if show_response else "false",
             "TimeoutSeconds": str(_seconds(timeout)),
             "QueryIntervalSeconds": str(_seconds(query_interval)),
         }
+        if content_type != DEFAULT_CONTENT_TYPE:
+            properties["ContentType"] = content_type
+        if fail_deployment:
+            properties["FailDeployment"] = "true"
+        if show_response:
+            properties["ShowResponse"] = "true"
         if nonce is not None:
             properties["Nonce"] = nonce
         self.custom_resource = CustomResource(

@@ -137,11 +137,16 @@ def test_token_reaches_the_custom_resource_without_wiring_it() -> None:
 
     base = {"name": "chat", "namespace": "inference", "instanceType": "ml.g5.8xlarge",
             "model": {"huggingface": {"modelId": "Qwen/Qwen2.5-7B-Instruct"}}}
-    for token, expected in (({"kubernetesSecret": {"name": "hf", "key": "t"}}, {"name": "hf", "key": "t"}),
-                            ({"secretsManagerArn": "arn:aws:secretsmanager:us-west-2:111122223333:secret:hf-AbCdEf"},
-                             {"name": "chat-hf-token", "key": "token"})):
+    from hyperpod_inference.charts.hf_token import external_secret_objects
+
+    sm_arn = "arn:aws:secretsmanager:us-west-2:111122223333:secret:hf-AbCdEf"
+    for token in ({"kubernetesSecret": {"name": "hf", "key": "t"}}, {"secretsManagerArn": sm_arn}):
         ep = Endpoint.model_validate({**base, "model": {"huggingface": {**base["model"]["huggingface"],
                                                                         "token": token}}})
+        # the user's own Secret, or the one the namespace's sync of the secret writes
+        synced = {o["kind"]: o for o in external_secret_objects(ep, region="us-west-2", role_arn="arn:role")}
+        expected = ({"name": "hf", "key": "t"} if "kubernetesSecret" in token else
+                    {"name": synced["ExternalSecret"]["spec"]["target"]["name"], "key": "token"})
         # WHEN the custom resource is built THEN it references the token's Secret (a gated model would 401 otherwise)
         cr = build_custom_resource(ep, EndpointWiring(region="us-west-2"))
         assert cr["spec"]["modelSourceConfig"]["huggingFaceModel"]["tokenSecretRef"] == expected

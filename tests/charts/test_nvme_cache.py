@@ -7,7 +7,6 @@ import base64
 import copy
 import hashlib
 import json
-import zlib
 
 import cdk8s
 import yaml
@@ -23,6 +22,7 @@ from hyperpod_inference.charts.nvme_cache import (
     agent_bundle,
     agent_code_configmap_name,
     agent_code_hash,
+    bundle_files,
     shipped_source_files,
     strip_source,
 )
@@ -64,13 +64,13 @@ def test_the_agent_code_configmap_is_immutable_named_by_its_hash_and_holds_the_s
     # GIVEN the agent code ConfigMap of a namespace, named with a prefix
     code = code_chart(name_prefix="my-stack-nvme-agent")
 
-    # THEN it is immutable, named <prefix>-<content hash>, and its one key is the zlib'd JSON of the shipped files
+    # THEN it is immutable, named <prefix>-<content hash>, and its one key is the bundle of the shipped files
     assert k8s_errors(code, "1.28") == []
     assert code["immutable"] is True
     assert code["metadata"]["name"] == f"my-stack-nvme-agent-{agent_code_hash()[:10]}"
     bundle = base64.b64decode(code["binaryData"][AGENT_BUNDLE])
     assert hashlib.sha256(bundle).hexdigest() == agent_code_hash()
-    assert json.loads(zlib.decompress(bundle)) == shipped_source_files()
+    assert bundle_files(bundle) == shipped_source_files()
     assert set(shipped_source_files()) == set(agent_source_files())
     # AND the default prefix keeps the previous name's stem
     assert code_chart()["metadata"]["name"] == agent_code_configmap_name() == (
@@ -93,15 +93,15 @@ def test_the_pods_run_the_agent_through_the_bootstrap_pinned_to_the_code_hash():
     # AND the code volume is the hash-named ConfigMap, mounted read-only where the bootstrap reads it
     for volumes in (plan.volumes(), warm["volumes"]):
         code_volume = next(v for v in volumes if v["name"] == "nvme-agent-code")
-        assert code_volume["configMap"] == {"name": agent_code_configmap_name("my-stack-nvme-agent"),
-                                            "items": [{"key": AGENT_BUNDLE, "path": AGENT_BUNDLE}]}
+        # (its one key, the bundle, appears as <mount>/<AGENT_BUNDLE>)
+        assert code_volume["configMap"] == {"name": agent_code_configmap_name("my-stack-nvme-agent")}
     for mounts in (init["volumeMounts"], warm["containers"][0]["volumeMounts"]):
         assert {"name": "nvme-agent-code", "mountPath": "/opt/nvme-agent", "readOnly": True} in mounts
     # AND the agent leaves the runtime image's allocator settings alone
     for container in (init, warm["containers"][0]):
         assert not {"PYTHONMALLOC", "GLIBC_TUNABLES", "PYTHONPATH"} & {e["name"] for e in container["env"]}
-    # AND the bootstrap is short
-    assert len(BOOTSTRAP) < 1200
+    # AND the bootstrap is short: it is in every agent container's command (the loader is in the hashed bundle)
+    assert len(BOOTSTRAP) < 300
 
 
 def test_each_namespace_gets_its_own_cache_root_unless_shared():
@@ -191,8 +191,11 @@ def test_worker_volume_is_the_models_directory_and_token_reaches_agents_only():
     pod = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
     container = pod["containers"][0]
     assert {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/hf-token/token"} in container["env"]
-    assert {"name": "nvme-hf-token", "secret": {"secretName": "hf-token", "defaultMode": 0o400,
-                                                "items": [{"key": "token", "path": "token"}]}} in pod["volumes"]
+    assert {"name": "nvme-hf-token", "secret": {"secretName": "hf-token", "defaultMode": 0o400}} in pod["volumes"]
+    # AND a Secret whose key is not `token` is projected to the same file
+    other = plan_for(token=SecretRef("my-secret", "hf"))
+    assert {"name": "nvme-hf-token", "secret": {"secretName": "my-secret", "defaultMode": 0o400, "items": [
+        {"key": "hf", "path": "token"}]}} in other.volumes()
 
 
 def test_s3_model_runs_the_daemonset_with_the_model_reader_service_account():
@@ -223,7 +226,8 @@ def test_the_lease_sidecar_is_a_native_sidecar_refreshing_the_pods_lease():
     assert lease["restartPolicy"] == "Always"
     assert lease["command"][5] == "lease"
     assert lease["command"][lease["command"].index("--holder") + 1] == "@hostname"
-    assert lease["command"][lease["command"].index("--model") + 1] == json.dumps(plan.spec, sort_keys=True)
+    assert lease["command"][lease["command"].index("--model") + 1] == json.dumps(plan.spec, sort_keys=True,
+                                                                                   separators=(",", ":"))
     # AND a pod with these init containers and volumes is valid on Kubernetes 1.29 (native sidecars' floor)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "inference"},
            "spec": {"containers": [{"name": "model", "image": "img"}], "initContainers": [fill, lease],

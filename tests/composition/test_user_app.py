@@ -78,14 +78,18 @@ def test_token_is_wired_through_add_endpoint(user_app: dict[str, Any]) -> None:
     # GIVEN a Hugging Face endpoint with a Secrets Manager token added with add_endpoint
     chat = user_app["chat"]
     ref = chat.custom_resource["spec"]["modelSourceConfig"]["huggingFaceModel"]["tokenSecretRef"]
-    assert ref == {"name": "chat-hf-token", "key": "token"}  # THEN the custom resource references the synced Secret
+    # THEN the custom resource references the Secret that the namespace's sync of that secret writes
     docs = user_app["inference"].manifest_documents()
-    kinds = {(o["kind"], o["metadata"]["name"]) for o in docs["inference-chat-support"]}
-    assert ("ExternalSecret", "chat-hf-token") in kinds and ("SecretStore", "chat-hf-token") in kinds
+    syncs = [objs for name, objs in docs.items() if name.startswith("inference-hf-token-")]
+    assert len(syncs) == 1
+    by_kind = {o["kind"]: o for o in syncs[0]}
+    assert ref == {"name": by_kind["ExternalSecret"]["spec"]["target"]["name"], "key": "token"}
+    assert ref["name"].startswith("hf-token-")
+    assert by_kind["SecretStore"]["metadata"]["name"] == ref["name"]
     # and the token reader role trusts exactly the ESO service account
     subjects = _trust_subjects(user_app["raw"])
     token_role = user_app["stack"].get_logical_id(chat.token_reader_role.node.default_child)
-    assert subjects[token_role] == "system:serviceaccount:inference:chat-hf-token-reader"
+    assert subjects[token_role] == f"system:serviceaccount:inference:{by_kind['ServiceAccount']['metadata']['name']}"
     assert chat.model_reader_role is None
 
 

@@ -75,16 +75,17 @@ def test_custom_resource_carries_the_verification_properties_as_strings():
     _two_verifications(stack)
     # WHEN the stack is synthesized
     template = Template.from_stack(stack)
-    # THEN each custom resource carries its endpoint, payload, content type and the CloudFormation-string flags
+    # THEN each custom resource carries its endpoint, payload, and the content type and CloudFormation-string flags
+    # that differ from the handler's defaults (application/json, "false")
     template.resource_count_is(RESOURCE_TYPE, 2)
     template.has_resource_properties(
         RESOURCE_TYPE,
         {
             "EndpointName": "Qwen-Chat",
             "Payload": PAYLOAD,
-            "ContentType": "application/json",
-            "FailDeployment": "false",
-            "ShowResponse": "false",
+            "ContentType": Match.absent(),
+            "FailDeployment": Match.absent(),
+            "ShowResponse": Match.absent(),
             "TimeoutSeconds": "3600",
             "QueryIntervalSeconds": "30",
             "Nonce": Match.absent(),
@@ -106,8 +107,10 @@ def test_a_mapping_or_list_payload_is_sent_as_json(payload, content_type, sent):
     # GIVEN a verification whose payload is a mapping, a list or a string
     stack = _stack()
     EndpointVerification(stack, "V", endpoint_name="chat", payload=payload, content_type=content_type)
-    # THEN the custom resource carries the body as sent: compact JSON for a mapping or list, a string as given
-    Template.from_stack(stack).has_resource_properties(RESOURCE_TYPE, {"Payload": sent, "ContentType": content_type})
+    # THEN the custom resource carries the body as sent: compact JSON for a mapping or list, a string as given (and
+    # a content type other than the handler's default)
+    expected_type = Match.absent() if content_type == "application/json" else content_type
+    Template.from_stack(stack).has_resource_properties(RESOURCE_TYPE, {"Payload": sent, "ContentType": expected_type})
 
 
 def test_a_mapping_payload_with_a_non_json_content_type_is_refused():

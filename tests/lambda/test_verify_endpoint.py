@@ -167,6 +167,29 @@ def test_delete_is_a_no_op_without_any_aws_call(monkeypatch):
 # is_complete: success
 
 
+def test_a_resource_without_content_type_and_flags_gets_the_defaults_the_construct_leaves_out(aws):
+    # GIVEN an InService endpoint and a resource without ContentType, FailDeployment and ShowResponse (the construct
+    # leaves its defaults out)
+    from hyperpod_inference.constructs.endpoint_verification import DEFAULT_CONTENT_TYPE
+
+    _create_endpoint()
+    _queue_invoke_result('{"generated_text": "hi"}')
+    sent = []
+    boto3.setup_default_session(region_name=REGION)
+    boto3.DEFAULT_SESSION.events.register(
+        "before-parameter-build.sagemaker-runtime.InvokeEndpoint", lambda params, **_: sent.append(dict(params))
+    )
+    event = _event()
+    for key in ("ContentType", "FailDeployment", "ShowResponse"):
+        event["ResourceProperties"].pop(key, None)
+    # WHEN is_complete runs
+    result = handler.is_complete(event, None)
+    # THEN it sends the construct's default content type and shows no answer text
+    assert sent == [{"EndpointName": ENDPOINT, "Body": PAYLOAD.encode(), "ContentType": DEFAULT_CONTENT_TYPE}]
+    assert result["IsComplete"] is True and result["Data"]["Status"] == "Succeeded"
+    assert "BodyPreview" not in result["Data"]
+
+
 def test_in_service_endpoint_is_invoked_with_the_payload_and_reports_latency_and_preview(aws):
     # GIVEN an InService endpoint that answers a JSON body, verified with ShowResponse "true"
     _create_endpoint()

@@ -7,9 +7,14 @@ import json
 import os
 import subprocess
 import sys
-import zlib
 
-from hyperpod_inference.charts.nvme_cache import BOOTSTRAP, agent_bundle, agent_code_hash, shipped_source_files
+from hyperpod_inference.charts.nvme_cache import (
+    BOOTSTRAP,
+    agent_bundle,
+    agent_code_hash,
+    bundle_of,
+    shipped_source_files,
+)
 from hyperpod_inference.nvme_agent import model_relative_dir
 
 from .conftest import agent_env
@@ -60,7 +65,7 @@ def test_a_code_hash_mismatch_refuses_to_run(tmp_path):
     files = shipped_source_files()
     files["cli.py"] += f"\nopen({str(marker)!r}, 'w').close()\n"
     bundle = tmp_path / "agent.z"
-    bundle.write_bytes(zlib.compress(json.dumps(files, sort_keys=True).encode()))
+    bundle.write_bytes(bundle_of(files))
     src = tmp_path / "fsx" / "m"
     src.mkdir(parents=True)
     (src / "config.json").write_text("{}")

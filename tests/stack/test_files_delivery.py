@@ -30,13 +30,23 @@ def by_name(synth, kind, name):
     return matches[0]
 
 
+def only(synth, kind, namespace):
+    """The one object of ``kind`` in ``namespace`` (shared objects are named by what they hold, not by endpoint)."""
+    matches = [o for o in synth.objects() if o["kind"] == kind and o["metadata"].get("namespace") == namespace]
+    assert len(matches) == 1, f"{kind} in {namespace}: {len(matches)} objects"
+    return matches[0]
+
+
 def test_synth_passes_cdk_nag_and_writes_one_file_per_chart(synth):
     # THEN app.synth() did not raise (a cdk-nag finding would), and each chart has its file
+    token = only(synth, "ExternalSecret", "inference")["metadata"]["name"]
+    warm = {o["metadata"]["namespace"]: o["metadata"]["name"] for o in synth.objects() if o["kind"] == "DaemonSet"}
     assert set(synth.manifests) == {
-        "namespace-inference", "namespace-research", "inference-qwen-chat-support", "inference-qwen-chat",
+        "namespace-inference", "namespace-research", f"inference-{token}", "inference-qwen-chat",
         "research-llama-s3",
         "research-mistral-tgi", "research-llama-nvme-support", "research-llama-nvme", "research-llama-js",
-        "inference-nvme-agent-code", "research-nvme-agent-code"}
+        "inference-nvme-agent-code", "research-nvme-agent-code",
+        f"inference-{warm['inference']}", f"research-{warm['research']}"}
 
 
 def test_files_delivery_applies_nothing_and_manifests_hold_no_tokens(synth):
@@ -117,17 +127,19 @@ def test_capture_uri_and_key_alias_are_concrete(synth):
 
 
 def test_secrets_manager_token_syncs_into_its_namespace_only(synth, template):
-    store = by_name(synth, "SecretStore", "qwen-chat-hf-token")
-    assert store["metadata"]["namespace"] == "inference"
-    assert store["spec"]["provider"]["aws"]["auth"]["jwt"]["serviceAccountRef"]["name"] == "qwen-chat-hf-token-reader"
-    external = by_name(synth, "ExternalSecret", "qwen-chat-hf-token")
+    store = only(synth, "SecretStore", "inference")
+    name = store["metadata"]["name"]
+    reader = store["spec"]["provider"]["aws"]["auth"]["jwt"]["serviceAccountRef"]["name"]
+    assert reader == f"{name}-reader"
+    external = by_name(synth, "ExternalSecret", name)
+    assert external["spec"]["target"]["name"] == name
     assert external["spec"]["data"][0]["remoteRef"]["key"] == \
         "arn:aws:secretsmanager:us-west-2:111122223333:secret:hf-token-AbCdEf"
     # the IRSA role trusts exactly that service account and reads exactly that secret
     template.has_resource_properties("AWS::IAM::Role", {"AssumeRolePolicyDocument": {"Statement": [{
         "Action": "sts:AssumeRoleWithWebIdentity",
         "Condition": {"StringEquals": {f"{OIDC}:aud": "sts.amazonaws.com",
-                                       f"{OIDC}:sub": "system:serviceaccount:inference:qwen-chat-hf-token-reader"}},
+                                       f"{OIDC}:sub": f"system:serviceaccount:inference:{reader}"}},
         "Effect": "Allow", "Principal": {"Federated": Match.any_value()}}]}})
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": [{
         "Action": ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], "Effect": "Allow",
@@ -139,8 +151,9 @@ def test_nvme_init_container_carries_the_token_and_the_worker_does_not(synth):
     init = spec["kubernetes"]["initContainers"][0]
     assert {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/hf-token/token"} in init["env"]
     assert {"name": "nvme-hf-token", "mountPath": "/var/run/secrets/hf-token", "readOnly": True} in init["volumeMounts"]
-    assert {"name": "nvme-hf-token", "secret": {"secretName": "qwen-chat-hf-token", "defaultMode": 0o400,
-                                                "items": [{"key": "token", "path": "token"}]}} in spec["kubernetes"]["volumes"]
+    synced = only(synth, "ExternalSecret", "inference")["spec"]["target"]["name"]
+    assert {"name": "nvme-hf-token", "secret": {"secretName": synced, "defaultMode": 0o400}} in \
+        spec["kubernetes"]["volumes"]
     assert "valueFrom" not in json.dumps(init["env"])  # never an environment variable
     assert "HF_TOKEN" not in json.dumps(spec["worker"]) and "hf-token" not in json.dumps(spec["worker"])
 
@@ -235,5 +248,7 @@ def test_fsx_source_with_node_path_is_cached_from_the_node_mount(tmp_path):
         "path": "/fsx/llama", "mount": "/fsx", "source": "local"}
     assert {"name": "nvme-fsx-source", "mountPath": "/fsx", "readOnly": True} in init["volumeMounts"]
     assert {"name": "nvme-fsx-source", "hostPath": {"path": "/fsx", "type": "Directory"}} in spec["kubernetes"]["volumes"]
-    daemonset = by_name(s, "DaemonSet", "fsx-nvme-nvme-warm")
+    daemonset = only(s, "DaemonSet", spec_namespace := by_name(s, "InferenceEndpointConfig", "fsx-nvme")[
+        "metadata"]["namespace"])
+    assert daemonset["metadata"]["annotations"]["hyperpod-inference/endpoints"] == "fsx-nvme" and spec_namespace
     assert k8s_errors(daemonset) == [] and crd_errors(by_name(s, "InferenceEndpointConfig", "fsx-nvme"), "v3.3") == []
