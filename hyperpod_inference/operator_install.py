@@ -124,7 +124,9 @@ class OperatorInstall:
         chart = OperatorChart(delivery.k8s_app, "operator", props=OperatorChartProps(
             version=op.version, region=cdk.Stack.of(scope).region,
             execution_role_arn=self._literal_arns.get("execution") or self.execution_role.role_arn,
-            tls_bucket_name=self.tls_bucket.bucket_name, eks_cluster_name=cluster_name,
+            # The chart's env is a URI: a bucket outside hyperpod-tls* gives it this stack's folder, so the
+            # operator's default output is where its grant lies (the add-on key is a bucket name; see OperatorAddon).
+            tls_bucket_name=self.tls_bucket.s3_uri, eks_cluster_name=cluster_name,
             hyperpod_cluster_arn=config.cluster.hyperpod_cluster_arn,
             jumpstart_gated_model_download_role_arn=lazy_string(lambda: self._gated_role_arn() or ""),
             enable_custom_service_accounts=custom_service_accounts_env, crd_source=op.crd_source))

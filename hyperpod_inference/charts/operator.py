@@ -246,7 +246,8 @@ class OperatorChartProps:
     :param region: AWS region; selects the image registry (unknown region -> ``ValueError``).
     :param execution_role_arn: the operator execution role (IRSA annotation, ``EXECUTION_ROLE_ARN``); may be a
         readable placeholder or a CDK token string.
-    :param tls_bucket_name: the TLS certificate bucket; ``TLS_CERTIFICATE_OUTPUT_S3URI`` is ``s3://<bucket>``.
+    :param tls_bucket_name: the TLS certificate bucket, or an ``s3://`` URI (with a key prefix), as the Helm value
+        ``tlsCertificateS3Bucket``: ``TLS_CERTIFICATE_OUTPUT_S3URI`` is ``s3://<bucket>``, or the URI as given.
     :param eks_cluster_name: ``EKS_CLUSTER_NAME``.
     :param hyperpod_cluster_arn: ``HYPERPOD_CLUSTER_ARN`` (default empty, as the chart).
     :param jumpstart_gated_model_download_role_arn: ``JUMPSTART_GATED_MODEL_DOWNLOAD_ARN`` (default empty).

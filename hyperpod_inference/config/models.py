@@ -209,7 +209,8 @@ class Operator(Strict):
     dependencies: Literal["create", "existing"] = "create"
     """create the S3 / FSx CSI drivers, metrics-server and cert-manager add-ons, or use existing ones."""
     tls_bucket_name: BucketName | None = None
-    """Import this TLS certificate bucket; null creates hyperpod-tls-<stack>-<account>-<region> (retained)."""
+    """Import this TLS certificate bucket; null creates hyperpod-tls-<stack>-<account>-<region> (retained). A name
+    outside hyperpod-tls* gets this stack's folder, hyperpod-inference/<stack>/, and the operator's grant only there."""
     crd_source: str | None = None
     """install: chart only: a folder holding the operator's CRD YAML files."""
     addon_version: Annotated[str, StringConstraints(pattern=rules.EKS_ADDON_VERSION)] | None = None

@@ -5,8 +5,8 @@ Each construct takes plain props and can be used on its own:
 - :class:`OperatorExecutionRole` -- the role the operator runs as (``SageMakerHyperPodInference...``), trusted by
   SageMaker and by the operator's one service account, with the AWS managed policy
   ``AmazonSageMakerHyperPodInferenceAccess``. Features add their own statements through their ``grant_*`` methods.
-- :class:`TlsBucket` -- the bucket the operator writes TLS certificates to (created as ``hyperpod-tls-<account>-<region>``
-  or imported by name).
+- :class:`TlsBucket` -- the bucket the operator writes TLS certificates to (created as
+  ``hyperpod-tls-<scope>-<account>-<region>``, or imported; outside ``hyperpod-tls*`` under a per-stack folder).
 - :class:`OperatorDependencyRoles` -- IRSA roles for the ALB controller, KEDA, the Mountpoint S3 CSI driver and the
   JumpStart gated-model download role.
 - :class:`OperatorAddon` -- the ``amazon-sagemaker-hyperpod-inference`` EKS add-on and its ``configurationValues``.
@@ -221,13 +221,19 @@ class TlsBucket(Construct):
     bucket-owner-enforced, retained on stack deletion, with server access logs in a separate retained bucket. Its name
     lies under the managed policy's ``hyperpod-tls*`` statements, so the execution role needs nothing more.
 
-    A name imports an existing bucket; it is never re-policied. If the name does not start with ``hyperpod-tls``,
-    :meth:`grant_operator_access` adds to the execution role the S3 statements the managed policy would have given.
+    A name imports an existing bucket; it is never re-policied. If the name does not start with ``hyperpod-tls``
+    (or is not known at synth time), the managed policy does not cover it: the operator's certificates for this stack
+    then go under ``<bucket>/hyperpod-inference/<scope>/`` (:func:`naming.tls_certificate_prefix`; ``s3_uri`` carries
+    it, so every custom resource's ``tlsCertificateOutputS3Uri`` does), and :meth:`grant_operator_access` gives the
+    execution role the managed policy's S3 statements on that prefix only, never on the rest of the bucket.
 
-    ``bucket`` takes a bucket object instead (e.g. one of your own stack); it is not re-policied either.
+    ``bucket`` takes a bucket object instead (e.g. one of your own stack); it is not re-policied either, and its name
+    decides the same way.
 
-    Attributes: ``bucket`` (s3.IBucket), ``bucket_name``, ``s3_uri``, ``managed_policy_covers``, ``created`` and
-    ``access_log_bucket`` (created buckets only, else None).
+    Attributes: ``bucket`` (s3.IBucket), ``bucket_name``, ``object_prefix`` (the key prefix, no trailing ``/``, for a
+    bucket the managed policy does not cover; else None), ``s3_uri`` (``s3://<bucket>`` or
+    ``s3://<bucket>/<object_prefix>/``), ``managed_policy_covers``, ``created`` and ``access_log_bucket`` (created
+    buckets only, else None).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, bucket_name: str | None = None,
@@ -290,21 +296,37 @@ class TlsBucket(Construct):
             # A deploy-time name cannot be checked: grant explicitly (harmless if the policy also covers it).
             self.managed_policy_covers = (not Token.is_unresolved(bucket_name)
                                           and bucket_name.startswith(TLS_BUCKET_PREFIX))
-        self.s3_uri = f"s3://{self.bucket_name}"
+        # A bucket the managed policy does not cover is shared with whatever else its owner keeps there: this stack's
+        # certificates get their own folder, and the grant names only that folder.
+        self.object_prefix: str | None = (
+            None if self.managed_policy_covers
+            else naming.tls_certificate_prefix(name_scope or Stack.of(self).stack_name))
+        self.s3_uri = (f"s3://{self.bucket_name}" if self.object_prefix is None
+                       else f"s3://{self.bucket_name}/{self.object_prefix}/")
 
     def grant_operator_access(self, grantee: iam.IGrantable) -> iam.Grant:
         """Give the operator's execution role what the managed policy gives for ``hyperpod-tls*`` buckets, on this
-        bucket. A no-op (``iam.Grant.drop``) when the managed policy already covers the bucket.
+        stack's folder of this bucket (``object_prefix``). A no-op (``iam.Grant.drop``) when the managed policy
+        already covers the bucket.
 
-        Mirrors the managed policy (v4): DeleteObject; GetObject on objects tagged ``CreatedBy=HyperPodInference``;
-        PutObject/PutObjectTagging only with that tag in the request; ListBucket. Every statement keeps the policy's
-        ``aws:ResourceAccount = ${aws:PrincipalAccount}`` condition.
+        Mirrors the managed policy (v4), scoped to ``<bucket>/<object_prefix>/*``: DeleteObject; GetObject on objects
+        tagged ``CreatedBy=HyperPodInference``; PutObject/PutObjectTagging only with that tag in the request. Every
+        statement keeps the policy's ``aws:ResourceAccount = ${aws:PrincipalAccount}`` condition.
+
+        DeleteObject is scoped by the folder, not by the tag: S3 does not evaluate ``s3:ExistingObjectTag`` for
+        DeleteObject ("When granting permissions for the PUT Object and DELETE Object operations, this condition key
+        is not supported", Amazon S3 User Guide, *Tagging and access control policies*), so a tag condition there
+        would deny every delete. The folder holds only what the operator wrote for this stack.
+
+        ListBucket stays on the bucket, as in the managed policy, without an ``s3:prefix`` condition: the operator's
+        list calls (if any) are not documented, and nothing shows that they pass a prefix; a prefix condition would
+        deny a list without one. ListBucket reveals key names, not objects.
         """
         if self.managed_policy_covers:
             return iam.Grant.drop(grantee, f"{self.bucket_name} is covered by {OPERATOR_MANAGED_POLICY}")
         same_account = {"aws:ResourceAccount": "${aws:PrincipalAccount}"}
         tag_key, tag_value = _OPERATOR_OBJECT_TAG
-        objects = [self.bucket.arn_for_objects("*")]
+        objects = [self.bucket.arn_for_objects(f"{self.object_prefix}/*")]
         grant = iam.Grant.add_to_principal(
             grantee=grantee, actions=["s3:DeleteObject"], resource_arns=objects,
             conditions={"StringEquals": dict(same_account)},
@@ -329,11 +351,12 @@ class TlsBucket(Construct):
         if not isinstance(principal, Construct) or Token.is_unresolved(self.bucket_name):
             return
         policy = principal.node.try_find_child("DefaultPolicy") or principal
+        partition = _nag_value(Stack.of(self).partition, "AWS::Partition")
         _acknowledge(policy, {
-            _nag_iam5(f"arn:{_nag_value(Stack.of(self).partition, 'AWS::Partition')}:s3:::{self.bucket_name}/*"):
-                "The operator writes and reads TLS certificate objects under generated keys in this one bucket; "
-                "reads and writes are limited to objects tagged CreatedBy=HyperPodInference, as in the managed "
-                "policy for hyperpod-tls* buckets.",
+            _nag_iam5(f"arn:{partition}:s3:::{self.bucket_name}/{self.object_prefix}/*"):
+                f"The operator writes, reads and deletes TLS certificate objects under generated keys in this stack's "
+                f"folder {self.object_prefix}/ of this one bucket, nowhere else in it; reads and writes are limited to "
+                "objects tagged CreatedBy=HyperPodInference, as in the managed policy for hyperpod-tls* buckets.",
         })
 
     @staticmethod
@@ -511,7 +534,9 @@ class OperatorDependencyRoles(Construct):
 class OperatorAddon(Construct):
     """The ``amazon-sagemaker-hyperpod-inference`` EKS add-on.
 
-    ``configurationValues`` carries exactly: ``executionRoleArn``, ``tlsCertificateS3Bucket`` (a bucket name),
+    ``configurationValues`` carries exactly: ``executionRoleArn``, ``tlsCertificateS3Bucket`` (a bucket name, as
+    the add-on documents it; never the per-stack folder of a bucket outside ``hyperpod-tls*``, which every custom
+    resource of the stack names in its own ``tlsCertificateOutputS3Uri``),
     ``hyperpodClusterArn`` (omitted when None), ``enableCustomServiceAccounts``,
     ``jumpstartGatedModelDownloadRoleArn``, ``alb`` (enabled, service account created with ``alb_role_arn``) and
     ``keda`` (enabled, IRSA with ``keda_role_arn``). Role ARNs may be deploy-time tokens; they resolve inside a JSON

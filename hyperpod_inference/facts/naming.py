@@ -100,6 +100,23 @@ def tls_bucket_name(scope_name: str, account: str, region: str) -> str:
     return f"{TLS_BUCKET_PREFIX}-{base}-{account}-{region}"
 
 
+#: The folder of the TLS certificates the operator writes to a bucket the managed policy does not cover.
+TLS_CERTIFICATE_FOLDER = "hyperpod-inference"
+#: The longest ``<scope>`` segment of :func:`tls_certificate_prefix` (a DNS label: short in IAM ARNs and S3 URIs).
+TLS_CERTIFICATE_SCOPE_LENGTH = 63
+
+
+def tls_certificate_prefix(scope_name: str) -> str:
+    """``hyperpod-inference/<scope>``: the key prefix (no leading or trailing ``/``) under which the operator writes
+    TLS certificates to a bucket outside the managed policy's ``hyperpod-tls*`` statements, so the execution role's
+    grant on that bucket is scoped to this stack's own objects and two stacks sharing the bucket never reach each
+    other's. ``<scope>`` is ``scope_name`` (the stack's name, with the construct's id when it is not ``Default``)
+    made DNS-safe, at most 63 characters, shortened with a 6-hex digest of the whole name."""
+    scope = physical_name(dns_safe(scope_name, default="hyperpod"), rule=K8S_LABEL,
+                          max_length=TLS_CERTIFICATE_SCOPE_LENGTH, hash_length=6, trim_head=True)
+    return f"{TLS_CERTIFICATE_FOLDER}/{scope}"
+
+
 def execution_role_name(stack_name: str, region: str) -> str:
     """``SageMakerHyperPodInference-<stack name>-<region>``, at most 64 characters.
 

@@ -241,20 +241,70 @@ def test_imported_tls_bucket_creates_nothing(name):
     tls = TlsBucket(stack, "Tls", bucket_name=name)
     # THEN nothing is created and the name is used as is
     assert Template.from_stack(stack).to_json().get("Resources", {}) == {}
-    assert (tls.bucket_name, tls.s3_uri, tls.created) == (name, f"s3://{name}", False)
+    assert (tls.bucket_name, tls.created) == (name, False)
     assert tls.managed_policy_covers is name.startswith("hyperpod-tls")
 
 
-def test_custom_named_tls_bucket_grants_the_managed_policys_s3_statements_on_that_bucket():
+@pytest.mark.parametrize("name, prefix, uri", [
+    # outside hyperpod-tls*: this stack's folder, named by the stack (HyperPodOperator)
+    ("my-certs", "hyperpod-inference/hyperpodoperator", "s3://my-certs/hyperpod-inference/hyperpodoperator/"),
+    # covered by the managed policy: exactly today's URI, no folder
+    ("hyperpod-tls-x", None, "s3://hyperpod-tls-x"),
+])
+def test_imported_tls_bucket_outside_hyperpod_tls_gets_a_per_stack_folder_in_its_uri(name, prefix, uri):
+    # GIVEN / WHEN an existing bucket is named
+    tls = TlsBucket(new_stack(), "Tls", bucket_name=name)
+    # THEN a bucket the managed policy does not cover gets the stack's folder; a hyperpod-tls* one keeps its URI
+    assert (tls.object_prefix, tls.s3_uri) == (prefix, uri)
+
+
+def test_a_bucket_object_the_managed_policy_does_not_cover_gets_the_folder_too():
+    # GIVEN a bucket of the user's own stack (its name a deploy-time token)
+    stack = new_stack()
+    bucket = cdk.aws_s3.Bucket(stack, "Mine")
+    # WHEN it is the TLS bucket
+    tls = TlsBucket(stack, "Tls", bucket=bucket, name_scope="Team-A")
+    # THEN the certificates go under the scope's folder of that bucket
+    assert tls.object_prefix == "hyperpod-inference/team-a"
+    assert stack.resolve(tls.s3_uri) == {"Fn::Join": ["", [
+        "s3://", {"Ref": logical_id(bucket)}, "/hyperpod-inference/team-a/"]]}
+
+
+def test_two_stacks_importing_one_bucket_outside_hyperpod_tls_get_disjoint_folders_and_grants():
+    # GIVEN two stacks in one app, each importing the same non-hyperpod-tls bucket
+    app = cdk.App()
+    built = {}
+    for name in ("TeamA", "TeamB"):
+        stack = new_stack(name, app=app)
+        role = OperatorExecutionRole(stack, "ExecutionRole", oidc_provider_arn=OIDC_ARN, install_mode="addon")
+        tls = TlsBucket(stack, "Tls", bucket_name="my-certs")
+        # WHEN each grants its operator access
+        tls.grant_operator_access(role)
+        built[name] = (stack, role, tls)
+    found = {}
+    for name, (stack, role, tls) in built.items():
+        objects = {json.dumps(s["Resource"]) for s in role_statements(Template.from_stack(stack), logical_id(role))
+                   if s["Action"] != "s3:ListBucket"}
+        found[name] = (tls.s3_uri, objects)
+    # THEN the URIs and the object grants differ: neither operator can write, read or delete the other's objects
+    (uri_a, objects_a), (uri_b, objects_b) = found["TeamA"], found["TeamB"]
+    assert (uri_a, uri_b) == ("s3://my-certs/hyperpod-inference/teama/", "s3://my-certs/hyperpod-inference/teamb/")
+    assert objects_a == {json.dumps({"Fn::Join": ["", [*PARTITION_JOIN, ":s3:::my-certs/hyperpod-inference/teama/*"]]})}
+    assert objects_b == {json.dumps({"Fn::Join": ["", [*PARTITION_JOIN, ":s3:::my-certs/hyperpod-inference/teamb/*"]]})}
+
+
+def test_custom_named_tls_bucket_grants_the_managed_policys_s3_statements_on_the_stacks_folder_only():
     # GIVEN an imported bucket outside hyperpod-tls* and an execution role
     stack = new_stack()
     role = OperatorExecutionRole(stack, "ExecutionRole", oidc_provider_arn=OIDC_ARN, install_mode="addon")
     tls = TlsBucket(stack, "Tls", bucket_name="team-certificates")
     # WHEN the operator is granted access
     grant = tls.grant_operator_access(role)
-    # THEN the role gets the managed policy's statements with the same conditions, on this bucket's ARN
+    # THEN the role gets the managed policy's statements with the same conditions; DeleteObject, GetObject and
+    # PutObject name only the stack's folder (S3 cannot condition DeleteObject on an existing tag); ListBucket stays on
+    # the bucket (no evidence the operator lists with a prefix)
     assert grant.success
-    objects = {"Fn::Join": ["", [*PARTITION_JOIN, ":s3:::team-certificates/*"]]}
+    objects = {"Fn::Join": ["", [*PARTITION_JOIN, ":s3:::team-certificates/hyperpod-inference/hyperpodoperator/*"]]}
     bucket = {"Fn::Join": ["", [*PARTITION_JOIN, ":s3:::team-certificates"]]}
     assert role_statements(Template.from_stack(stack), logical_id(role)) == [
         {"Action": "s3:DeleteObject", "Effect": "Allow", "Resource": objects,

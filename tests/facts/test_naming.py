@@ -113,3 +113,33 @@ def test_tls_bucket_names_carry_the_stack_and_fit(stack_name):
     assert len(name) <= 63 and naming.S3_BUCKET.problem(name) is None
     assert naming.tls_bucket_name("HyperPodInference", account, region) == (
         f"hyperpod-tls-hyperpodinference-{account}-{region}")
+
+
+@pytest.mark.parametrize("stack_name", STACK_NAMES)
+def test_tls_certificate_prefixes_carry_the_stack_and_fit_one_dns_label(stack_name):
+    # GIVEN two scopes (two stacks, or two constructs in one) WHEN each names its TLS certificate folder
+    prefix = naming.tls_certificate_prefix(stack_name)
+    other = naming.tls_certificate_prefix(stack_name + "-b")
+    # THEN the folders differ, sit under hyperpod-inference/, and the scope is one DNS label of at most 63 characters
+    assert prefix != other
+    folder, scope = prefix.split("/")
+    assert folder == "hyperpod-inference"
+    assert len(scope) <= 63 and naming.K8S_LABEL.problem(scope) is None
+    assert not scope.startswith("-") and not scope.endswith("-")
+
+
+def test_a_long_tls_certificate_scope_keeps_its_head_and_ends_in_a_hash_of_the_whole_name():
+    # GIVEN two 80-character scopes that share their first 70 characters
+    a, b = "s" * 70 + "a" * 10, "s" * 70 + "b" * 10
+    # WHEN each names its folder
+    prefix_a, prefix_b = naming.tls_certificate_prefix(a), naming.tls_certificate_prefix(b)
+    # THEN each scope is exactly 63 characters: the head, "-", and 6 hex digits of the whole (DNS-safe) name
+    for prefix, name in ((prefix_a, a), (prefix_b, b)):
+        scope = prefix.removeprefix("hyperpod-inference/")
+        assert len(scope) == 63
+        assert scope == "s" * 56 + "-" + hashlib.sha256(name.encode()).hexdigest()[:6]
+    assert prefix_a != prefix_b
+    # AND a short scope is kept, lowercased and DNS-safe; one with nothing DNS-safe falls back to "hyperpod"
+    assert naming.tls_certificate_prefix("HyperPodInference") == "hyperpod-inference/hyperpodinference"
+    assert naming.tls_certificate_prefix("Team_A.Prod") == "hyperpod-inference/team-a-prod"
+    assert naming.tls_certificate_prefix("___") == "hyperpod-inference/hyperpod"
