@@ -1,4 +1,4 @@
-"""Command line: ``python -m nvme_agent {ensure,warm,check,verify,lease} ...``.
+"""Command line: ``python -m nvme_agent {ensure,warm,check,verify,lease,evict-legacy} ...``.
 
 Exit codes: 0 ok; 1 error (or: check says not ready; or a ``local`` source path that does not exist); 2 usage
 (bad spec, e.g. a relative ``local`` path); 3 a required Python module is missing; 4 not enough disk space even
@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=60.0)
     p.add_argument("--once", action="store_true", help="touch once and exit")
     p.add_argument("--release", action="store_true", help="remove the lease and exit")
+    p = sub.add_parser("evict-legacy", help="evict the models cached directly under the cache parent (the previous "
+                                            "layout); never a cache root")
+    p.add_argument("--cache-parent", required=True, help="the mount of weightCache.hostPath")
+    p.add_argument("--lease-ttl", type=float, default=DEFAULT_LEASE_TTL)
+    p.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
     return parser
 
 
@@ -113,6 +118,10 @@ def _holder(name: str | None) -> str | None:
 
 
 def _run(args) -> int:
+    if args.cmd == "evict-legacy":
+        for line in cache.evict_legacy(args.cache_parent, args.lease_ttl):
+            print(line, flush=True)
+        return EXIT_OK
     root = args.cache_root
     cache.prepare_root(root)
     if args.cmd in ("ensure", "warm") and cache.on_kubelet_disk(root):
