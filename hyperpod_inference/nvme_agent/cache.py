@@ -384,6 +384,56 @@ def complete_models(root: str) -> list[str]:
     return out
 
 
+USAGE_MAX_BYTES, USAGE_MAX_AGE, USAGE_MAX_FILES = 4096, 86400.0, 1000
+
+
+def write_usage(root: str, opts: AgentConfig) -> tuple[str, int, int] | None:
+    """With ``opts.usage_dir``: write this root's (name, bytes, complete models) to ``<usage dir>/<name>.json``
+    atomically and return them. A failed write (a full disk) is logged, never fatal; a linked directory refuses."""
+    if not opts.usage_dir:
+        return None
+    _real_dir(opts.usage_dir)
+    usage = (opts.root_name or os.path.basename(os.path.abspath(root)), _tree_bytes(root), len(complete_models(root)))
+    record = {"root": usage[0], "bytes": usage[1], "models": usage[2], "time": time.time()}
+    try:
+        _write_atomic(os.path.join(opts.usage_dir, usage[0] + ".json"), json.dumps(record).encode(), sync=False)
+    except OSError as exc:
+        log.warning("could not write this root's usage to %s: %s", opts.usage_dir, exc)
+    return usage
+
+
+def read_usage(usage_dir: str) -> dict[str, tuple[int, int]]:
+    """name -> (bytes, models) of every root's usage file written within a day; links, other files, oversized and
+    malformed records are ignored."""
+    out: dict[str, tuple[int, int]] = {}
+    try:
+        names = sorted(n for n in os.listdir(usage_dir) if n.endswith(".json"))[:USAGE_MAX_FILES]
+    except OSError:
+        return out
+    for name in names:
+        try:
+            rec = json.loads(_read_regular(os.path.join(usage_dir, name), USAGE_MAX_BYTES) or b"")
+            ok = (rec["root"] + ".json" == name and all(type(rec[k]) is int and rec[k] >= 0 for k in ("bytes", "models"))
+                  and -60 <= time.time() - float(rec["time"]) <= USAGE_MAX_AGE)
+        except (ValueError, TypeError, KeyError):
+            continue
+        if ok:
+            out[rec["root"]] = (rec["bytes"], rec["models"])
+    return out
+
+
+def _usage_report(root: str, opts: AgentConfig, free: int, total: int) -> str:
+    name, ours, models = write_usage(root, opts)
+    roots = {**read_usage(opts.usage_dir), name: (ours, models)}
+    listed = sorted(roots.items(), key=lambda item: (-item[1][0], item[0]))
+    shown = [f"{n} {b} bytes ({m} model(s))" for n, (b, m) in listed[:20]]
+    if len(listed) > 20:
+        shown.append(f"{len(listed) - 20} more roots {sum(b for _, (b, _m) in listed[20:])} bytes")
+    used = total - free
+    return (f"Usage by cache root: {', '.join(shown)}; other files {max(used - sum(b for b, _ in roots.values()), 0)} "
+            f"bytes (disk used {used} bytes; roots that reported within a day)")
+
+
 def ensure_space(root: str, needed: int, keep_rel: str, opts: AgentConfig) -> None:
     """Evict least-recently-used, unleased, unlocked complete models until ``needed`` bytes fit above the watermark."""
     free, total = disk_usage(root)
@@ -411,12 +461,16 @@ def ensure_space(root: str, needed: int, keep_rel: str, opts: AgentConfig) -> No
         log.info("evicted %s (least recently used)", rel)
         free, total = disk_usage(root)
         if free - needed >= floor:
+            write_usage(root, opts)
             return
+    message = (f"not enough space in {root}: need {needed} bytes plus a free-space watermark of {floor} bytes, "
+               f"available {free} bytes (of {total}) after evicting {len(evicted)} model(s); leased or in-use models "
+               f"are never evicted. ")
+    if opts.usage_dir:
+        raise InsufficientSpace(message + _usage_report(root, opts, free, total))
     ours = _tree_bytes(root)
     raise InsufficientSpace(
-        f"not enough space in {root}: need {needed} bytes plus a free-space watermark of {floor} bytes, "
-        f"available {free} bytes (of {total}) after evicting {len(evicted)} model(s); leased or in-use models are "
-        f"never evicted. Usage: this cache root {ours} bytes, the rest of the disk (other namespaces' cache roots, "
+        f"{message}Usage: this cache root {ours} bytes, the rest of the disk (other namespaces' cache roots, "
         f"other files) {max(total - free - ours, 0)} bytes")
 
 
@@ -762,4 +816,5 @@ def warm_cycle(root: str, specs: list[dict], models_hash: str, opts: AgentConfig
     else:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(marker)
+    write_usage(root, opts)
     return ready

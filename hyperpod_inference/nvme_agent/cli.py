@@ -56,7 +56,8 @@ def _parse_model(text: str) -> dict:
 def _options(args) -> AgentConfig:
     return AgentConfig.from_env(min_free_bytes=args.min_free_bytes, min_free_percent=args.min_free_percent,
                                 lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size,
-                                direct_io=args.direct_io, fast_read=args.fast_read)
+                                direct_io=args.direct_io, fast_read=args.fast_read, usage_dir=args.usage_dir,
+                                root_name=args.root_name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--fast-read", type=int, choices=(0, 1), default=None,
                         help="1: receive S3 responses through botocore's private response attributes, probed, with "
                              "a fallback (default 0; env NVME_AGENT_FAST_READ)")
+    common.add_argument("--usage-dir", default=None,
+                        help="a directory shared by every cache root of the disk: each agent writes its root's usage "
+                             "there, and a failed free-space watermark lists them all")
+    common.add_argument("--root-name", default=None, help="this root's name in --usage-dir (default: its base name)")
     common.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
 
     parser = argparse.ArgumentParser(prog="nvme_agent", description="Materialize model weights on node-local NVMe.")
@@ -131,8 +136,10 @@ def _run(args) -> int:
     if args.cmd == "ensure":
         # a hit needs none of the source's modules (importing botocore alone takes ~0.1 s of every pod start): they
         # are checked only when the model has to be downloaded
-        print(cache.ensure(root, _parse_model(args.model), opts, lease_holder=_holder(args.lease_holder),
-                           before_download=lambda spec: check_modules([spec])), flush=True)
+        final = cache.ensure(root, _parse_model(args.model), opts, lease_holder=_holder(args.lease_holder),
+                             before_download=lambda spec: check_modules([spec]))
+        cache.write_usage(root, opts)
+        print(final, flush=True)
         return EXIT_OK
     if args.cmd == "check":
         specs, _ = cache.load_models_file(args.models_file)
