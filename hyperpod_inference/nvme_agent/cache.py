@@ -393,7 +393,7 @@ def write_usage(root: str, opts: AgentConfig) -> tuple[str, int, int] | None:
     if not opts.usage_dir:
         return None
     _real_dir(opts.usage_dir)
-    usage = (opts.root_name or os.path.basename(os.path.abspath(root)), _tree_bytes(root), len(complete_models(root)))
+    usage = (opts.root_name, _tree_bytes(root), len(complete_models(root)))
     record = {"root": usage[0], "bytes": usage[1], "models": usage[2], "time": time.time()}
     try:
         _write_atomic(os.path.join(opts.usage_dir, usage[0] + ".json"), json.dumps(record).encode(), sync=False)

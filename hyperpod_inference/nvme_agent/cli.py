@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--usage-dir", default=None,
                         help="a directory shared by every cache root of the disk: each agent writes its root's usage "
                              "there, and a failed free-space watermark lists them all")
-    common.add_argument("--root-name", default=None, help="this root's name in --usage-dir (default: its base name)")
+    common.add_argument("--root-name", default=None,
+                        help="this root's name in --usage-dir (required with it; e.g. the namespace)")
     common.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
 
     parser = argparse.ArgumentParser(prog="nvme_agent", description="Materialize model weights on node-local NVMe.")
@@ -128,11 +129,11 @@ def _run(args) -> int:
             print(line, flush=True)
         return EXIT_OK
     root = args.cache_root
+    opts = _options(args)
     cache.prepare_root(root)
     if args.cmd in ("ensure", "warm") and cache.on_kubelet_disk(root):
         log.warning("the cache root %s is on the same device as kubelet's pod data (the node's root disk?): is the "
                     "instance-store NVMe mounted at weightCache.hostPath?", root)
-    opts = _options(args)
     if args.cmd == "ensure":
         # a hit needs none of the source's modules (importing botocore alone takes ~0.1 s of every pod start): they
         # are checked only when the model has to be downloaded

@@ -13,7 +13,7 @@ Knobs (a flag wins over its variable):
   ``StreamingBody.readinto`` / ``read``). Off by default.
 - ``--min-free-bytes``, ``--min-free-percent``, ``--lease-ttl``: the cache's free-space watermark and lease TTL.
 - ``--usage-dir``, ``--root-name``: where every root's usage is shared (``<usage-dir>/<root name>.json``; off when
-  not given) and this root's name there (default: the cache root's base name).
+  not given) and this root's name there (required with ``--usage-dir``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class AgentConfig:
         self.write_size = _int(write_size, "write size", 4096)
         self.verify_retries = verify_retries
         self.usage_dir = usage_dir or None
-        if root_name is not None and not re.fullmatch(r"\w[\w.-]{0,99}", root_name, re.ASCII):
+        if self.usage_dir and not re.fullmatch(r"\w[\w.-]{0,99}", root_name or "", re.ASCII):
             raise ValueError(f"--root-name must be 1-100 letters, digits, '_', '.' or '-' ('.' and '-' not first), "
                              f"got {root_name!r}")
         self.root_name = root_name

@@ -106,8 +106,22 @@ def test_a_linked_usage_dir_is_refused_naming_it(tmp_path):
     (tmp_path / "usage").symlink_to(elsewhere)
 
     # WHEN ensure runs with it THEN it refuses naming it, and wrote nothing through the link
-    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--usage-dir", tmp_path / "usage", "--model",
-                       json.dumps(local_model(tmp_path, "m", 100)))
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--usage-dir", tmp_path / "usage", "--root-name",
+                       "team-a", "--model", json.dumps(local_model(tmp_path, "m", 100)))
     assert result.returncode == 1
     assert f"{tmp_path / 'usage'} must be a real directory (a symlink)" in result.stderr
     assert os.listdir(elsewhere) == []
+
+
+def test_a_usage_dir_needs_a_valid_root_name(tmp_path):
+    # GIVEN a model and a usage directory
+    spec = json.dumps(local_model(tmp_path, "m", 100))
+    for name in (None, ".hidden", "a/b", "x" * 101):
+        # WHEN ensure runs without a root name or with one that is not a plain file name
+        args = ("--root-name", name) if name is not None else ()
+        result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--usage-dir", tmp_path / "usage", *args,
+                           "--model", spec)
+
+        # THEN it fails naming --root-name, before writing anything
+        assert result.returncode == 1 and "--root-name must be" in result.stderr, (name, result.stderr)
+        assert not (tmp_path / "usage").exists() and not (tmp_path / "nvme").exists()
