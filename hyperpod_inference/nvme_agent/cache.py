@@ -12,6 +12,8 @@ Layout under the cache root::
     <root>/.locks/<source-key>--<revision>.lock  flock: shared for a hit, exclusive to download/verify/evict
     <root>/.trash/                             directories being deleted
     <root>/.agent-ready-<hash>                 warm mode: every model of the models file is complete
+    <root>/.hyperpod-cache-root                marks a cache root (written when the root is first used)
+    <usage-dir>/<root name>.json               each root's usage (``--usage-dir``), read on a watermark failure
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import logging
 import os
 import posixpath
+import re
 import shutil
 import stat
 import threading
@@ -41,7 +44,8 @@ MANIFEST = "manifest.json"
 LAST_USED = ".last-used"
 LEASES = ".leases"
 PARTIAL_SUFFIX = ".partial"
-RESERVED = {COMPLETE, MANIFEST, LAST_USED, LEASES}
+ROOT_MARKER = ".hyperpod-cache-root"
+RESERVED = {COMPLETE, MANIFEST, LAST_USED, LEASES, ROOT_MARKER}
 MANIFEST_VERSION = 1
 
 
@@ -140,8 +144,12 @@ def _real_dir(path: str, create: bool = True) -> None:
 
 def prepare_root(root: str) -> None:
     """The cache root's own directories (``.trash``, ``.locks``) exist and are real directories, else refuse to run:
-    the agent never follows a link it did not make."""
+    the agent never follows a link it did not make. The root gets its marker first (see :func:`evict_legacy`)."""
     os.makedirs(root, exist_ok=True)
+    marker = os.path.join(root, ROOT_MARKER)
+    if _lstat(marker) is None:
+        with contextlib.suppress(FileExistsError):
+            os.close(_open_nofollow(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
     for name in (".trash", ".locks"):
         _real_dir(os.path.join(root, name))
 
@@ -163,15 +171,21 @@ def _open_nofollow(path: str, flags: int = os.O_RDONLY, mode: int = 0o644) -> in
     return os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+def _write_atomic(path: str, data: bytes, sync: bool = True) -> None:
     tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
-    with os.fdopen(_open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(_open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as fh:
+            fh.write(data)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _fsync_dir(path: str) -> None:
@@ -183,16 +197,17 @@ def _fsync_dir(path: str) -> None:
             os.close(fd)
 
 
-def _read_regular(path: str) -> bytes | None:
-    """The content of a regular file that is not a link, else None."""
+def _read_regular(path: str, limit: int | None = None) -> bytes | None:
+    """The content of a regular file that is not a link (and holds at most ``limit`` bytes), else None."""
     try:
         fd = _open_nofollow(path)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (limit is not None and st.st_size > limit):
             return None
-        return fh.read()
+        return fh.read(limit)
 
 
 def read_manifest(final: str) -> dict | None:
@@ -369,6 +384,56 @@ def complete_models(root: str) -> list[str]:
     return out
 
 
+USAGE_MAX_BYTES, USAGE_MAX_AGE, USAGE_MAX_FILES = 4096, 86400.0, 1000
+
+
+def write_usage(root: str, opts: AgentConfig) -> tuple[str, int, int] | None:
+    """With ``opts.usage_dir``: write this root's (name, bytes, complete models) to ``<usage dir>/<name>.json``
+    atomically and return them. A failed write (a full disk) is logged, never fatal; a linked directory refuses."""
+    if not opts.usage_dir:
+        return None
+    _real_dir(opts.usage_dir)
+    usage = (opts.root_name, _tree_bytes(root), len(complete_models(root)))
+    record = {"root": usage[0], "bytes": usage[1], "models": usage[2], "time": time.time()}
+    try:
+        _write_atomic(os.path.join(opts.usage_dir, usage[0] + ".json"), json.dumps(record).encode(), sync=False)
+    except OSError as exc:
+        log.warning("could not write this root's usage to %s: %s", opts.usage_dir, exc)
+    return usage
+
+
+def read_usage(usage_dir: str) -> dict[str, tuple[int, int]]:
+    """name -> (bytes, models) of every root's usage file written within a day; links, other files, oversized and
+    malformed records are ignored."""
+    out: dict[str, tuple[int, int]] = {}
+    try:
+        names = sorted(n for n in os.listdir(usage_dir) if n.endswith(".json"))[:USAGE_MAX_FILES]
+    except OSError:
+        return out
+    for name in names:
+        try:
+            rec = json.loads(_read_regular(os.path.join(usage_dir, name), USAGE_MAX_BYTES) or b"")
+            ok = (rec["root"] + ".json" == name and all(type(rec[k]) is int and rec[k] >= 0 for k in ("bytes", "models"))
+                  and -60 <= time.time() - float(rec["time"]) <= USAGE_MAX_AGE)
+        except (ValueError, TypeError, KeyError):
+            continue
+        if ok:
+            out[rec["root"]] = (rec["bytes"], rec["models"])
+    return out
+
+
+def _usage_report(root: str, opts: AgentConfig, free: int, total: int) -> str:
+    name, ours, models = write_usage(root, opts)
+    roots = {**read_usage(opts.usage_dir), name: (ours, models)}
+    listed = sorted(roots.items(), key=lambda item: (-item[1][0], item[0]))
+    shown = [f"{n} {b} bytes ({m} model(s))" for n, (b, m) in listed[:20]]
+    if len(listed) > 20:
+        shown.append(f"{len(listed) - 20} more roots {sum(b for _, (b, _m) in listed[20:])} bytes")
+    used = total - free
+    return (f"Usage by cache root: {', '.join(shown)}; other files {max(used - sum(b for b, _ in roots.values()), 0)} "
+            f"bytes (disk used {used} bytes; roots that reported within a day)")
+
+
 def ensure_space(root: str, needed: int, keep_rel: str, opts: AgentConfig) -> None:
     """Evict least-recently-used, unleased, unlocked complete models until ``needed`` bytes fit above the watermark."""
     free, total = disk_usage(root)
@@ -396,13 +461,89 @@ def ensure_space(root: str, needed: int, keep_rel: str, opts: AgentConfig) -> No
         log.info("evicted %s (least recently used)", rel)
         free, total = disk_usage(root)
         if free - needed >= floor:
+            write_usage(root, opts)
             return
+    message = (f"not enough space in {root}: need {needed} bytes plus a free-space watermark of {floor} bytes, "
+               f"available {free} bytes (of {total}) after evicting {len(evicted)} model(s); leased or in-use models "
+               f"are never evicted. ")
+    if opts.usage_dir:
+        raise InsufficientSpace(message + _usage_report(root, opts, free, total))
     ours = _tree_bytes(root)
     raise InsufficientSpace(
-        f"not enough space in {root}: need {needed} bytes plus a free-space watermark of {floor} bytes, "
-        f"available {free} bytes (of {total}) after evicting {len(evicted)} model(s); leased or in-use models are "
-        f"never evicted. Usage: this cache root {ours} bytes, the rest of the disk (other namespaces' cache roots, "
+        f"{message}Usage: this cache root {ours} bytes, the rest of the disk (other namespaces' cache roots, "
         f"other files) {max(total - free - ours, 0)} bytes")
+
+
+# --- the previous layout (models directly under <hostPath>) --------------------------------------------------------
+
+_LEGACY_KEY = re.compile(r"(?:s3|hf|local)--[a-z0-9-]+")
+_LEGACY_REV = re.compile(r"[a-z0-9-]{1,63}(?:\.partial)?")
+
+
+def _legacy_revisions(parent: str, name: str) -> list[str] | str:
+    """The entries of ``parent/name`` when it is a source-key directory the previous layout wrote (every entry a real
+    ``<revision>`` or ``<revision>.partial`` directory, at least one a partial or holding that model's completion
+    record), else why it is not one."""
+    path = os.path.join(parent, name)
+    st = _lstat(path)
+    if st is None:
+        return []  # evicted meanwhile by another agent
+    if stat.S_ISDIR(st.st_mode) and _lstat(os.path.join(path, ROOT_MARKER)) is not None:
+        return "a cache root"
+    if not stat.S_ISDIR(st.st_mode) or not _LEGACY_KEY.fullmatch(name) or len(name) > 63:
+        return "not a model directory of the previous layout"
+    found, evidence = [], False
+    try:
+        with os.scandir(path) as it:
+            items = list(it)
+    except OSError:
+        items = []
+    for entry in items:
+        if not _LEGACY_REV.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
+            return "not a model directory of the previous layout"
+        found.append(entry.name)
+        if entry.name.endswith(PARTIAL_SUFFIX):
+            evidence = True
+            continue
+        marker = _lstat(os.path.join(entry.path, COMPLETE))
+        manifest = read_manifest(entry.path)
+        evidence = evidence or bool(marker and stat.S_ISREG(marker.st_mode)) or (
+            isinstance(manifest, dict) and manifest.get("relativeDir") == f"{name}/{entry.name}")
+    return sorted(found) if evidence else "not a model directory of the previous layout"
+
+
+def evict_legacy(parent: str, lease_ttl: float):
+    """Yield one line per top-level entry of ``parent`` (``<hostPath>``; the agent's own dot entries aside) while
+    evicting every model the previous layout cached there, under its lock and unless leased. Nothing when
+    ``parent`` is itself a cache root (one root shared by every namespace)."""
+    _real_dir(parent, create=False)
+    if _lstat(os.path.join(parent, ROOT_MARKER)) is not None:
+        log.info("%s is a cache root (shared by every namespace): nothing to evict", parent)
+        return
+    for own in (".trash", ".locks"):
+        _real_dir(os.path.join(parent, own))
+    for name in sorted(os.listdir(parent)):
+        if name.startswith("."):
+            continue
+        found = _legacy_revisions(parent, name)
+        if isinstance(found, str):
+            yield f"skipped {name}: {found}"
+            continue
+        for label in sorted({rev.removesuffix(PARTIAL_SUFFIX) for rev in found}):
+            rel = f"{name}/{label}"
+            with model_lock(parent, rel, exclusive=True, blocking=False) as locked:
+                leased = active_leases(os.path.join(parent, rel), lease_ttl) if locked else []
+                if not locked or leased:
+                    yield f"skipped {rel}: " + (f"leased by {', '.join(leased)}" if leased else "in use")
+                    continue
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(parent, rel, COMPLETE))
+                for entry in (rel, rel + PARTIAL_SUFFIX):
+                    if _lstat(os.path.join(parent, entry)) is not None:
+                        _trash(parent, os.path.join(parent, entry))
+                        yield f"evicted {entry}"
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(parent, name))
 
 
 # --- materialization ---------------------------------------------------------------------------------------------
@@ -675,4 +816,5 @@ def warm_cycle(root: str, specs: list[dict], models_hash: str, opts: AgentConfig
     else:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(marker)
+    write_usage(root, opts)
     return ready

@@ -1,4 +1,4 @@
-"""Command line: ``python -m nvme_agent {ensure,warm,check,verify,lease} ...``.
+"""Command line: ``python -m nvme_agent {ensure,warm,check,verify,lease,evict-legacy} ...``.
 
 Exit codes: 0 ok; 1 error (or: check says not ready; or a ``local`` source path that does not exist); 2 usage
 (bad spec, e.g. a relative ``local`` path); 3 a required Python module is missing; 4 not enough disk space even
@@ -56,7 +56,8 @@ def _parse_model(text: str) -> dict:
 def _options(args) -> AgentConfig:
     return AgentConfig.from_env(min_free_bytes=args.min_free_bytes, min_free_percent=args.min_free_percent,
                                 lease_ttl=args.lease_ttl, concurrency=args.concurrency, chunk_size=args.chunk_size,
-                                direct_io=args.direct_io, fast_read=args.fast_read)
+                                direct_io=args.direct_io, fast_read=args.fast_read, usage_dir=args.usage_dir,
+                                root_name=args.root_name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--fast-read", type=int, choices=(0, 1), default=None,
                         help="1: receive S3 responses through botocore's private response attributes, probed, with "
                              "a fallback (default 0; env NVME_AGENT_FAST_READ)")
+    common.add_argument("--usage-dir", default=None,
+                        help="a directory shared by every cache root of the disk: each agent writes its root's usage "
+                             "there, and a failed free-space watermark lists them all")
+    common.add_argument("--root-name", default=None,
+                        help="this root's name in --usage-dir (required with it; e.g. the namespace)")
     common.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
 
     parser = argparse.ArgumentParser(prog="nvme_agent", description="Materialize model weights on node-local NVMe.")
@@ -102,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=60.0)
     p.add_argument("--once", action="store_true", help="touch once and exit")
     p.add_argument("--release", action="store_true", help="remove the lease and exit")
+    p = sub.add_parser("evict-legacy", help="evict the models cached directly under the cache parent (the previous "
+                                            "layout); never a cache root")
+    p.add_argument("--cache-parent", required=True, help="the mount of weightCache.hostPath")
+    p.add_argument("--lease-ttl", type=float, default=DEFAULT_LEASE_TTL)
+    p.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
     return parser
 
 
@@ -113,17 +124,23 @@ def _holder(name: str | None) -> str | None:
 
 
 def _run(args) -> int:
+    if args.cmd == "evict-legacy":
+        for line in cache.evict_legacy(args.cache_parent, args.lease_ttl):
+            print(line, flush=True)
+        return EXIT_OK
     root = args.cache_root
+    opts = _options(args)
     cache.prepare_root(root)
     if args.cmd in ("ensure", "warm") and cache.on_kubelet_disk(root):
         log.warning("the cache root %s is on the same device as kubelet's pod data (the node's root disk?): is the "
                     "instance-store NVMe mounted at weightCache.hostPath?", root)
-    opts = _options(args)
     if args.cmd == "ensure":
         # a hit needs none of the source's modules (importing botocore alone takes ~0.1 s of every pod start): they
         # are checked only when the model has to be downloaded
-        print(cache.ensure(root, _parse_model(args.model), opts, lease_holder=_holder(args.lease_holder),
-                           before_download=lambda spec: check_modules([spec])), flush=True)
+        final = cache.ensure(root, _parse_model(args.model), opts, lease_holder=_holder(args.lease_holder),
+                             before_download=lambda spec: check_modules([spec]))
+        cache.write_usage(root, opts)
+        print(final, flush=True)
         return EXIT_OK
     if args.cmd == "check":
         specs, _ = cache.load_models_file(args.models_file)

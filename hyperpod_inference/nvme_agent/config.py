@@ -12,12 +12,15 @@ Knobs (a flag wins over its variable):
   ``http.client`` response under botocore (private attributes: probed per response, logged once, else the public
   ``StreamingBody.readinto`` / ``read``). Off by default.
 - ``--min-free-bytes``, ``--min-free-percent``, ``--lease-ttl``: the cache's free-space watermark and lease TTL.
+- ``--usage-dir``, ``--root-name``: where every root's usage is shared (``<usage-dir>/<root name>.json``; off when
+  not given) and this root's name there (required with ``--usage-dir``).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 
 MiB = 1024 * 1024
 DEFAULT_LEASE_TTL = 600.0
@@ -50,7 +53,7 @@ class AgentConfig:
     def __init__(self, min_free_bytes: int = 0, min_free_percent: float = 0.0, lease_ttl: float = DEFAULT_LEASE_TTL,
                  concurrency: int | None = None, chunk_size: int | None = None, direct_io: bool | None = None,
                  fast_read: bool | None = None, read_size: int = MiB, write_size: int = 32 * 1024,
-                 verify_retries: int = 2):
+                 verify_retries: int = 2, usage_dir: str | None = None, root_name: str | None = None):
         self.min_free_bytes = int(min_free_bytes or 0)
         self.min_free_percent = float(min_free_percent or 0.0)
         self.lease_ttl = float(lease_ttl)
@@ -61,6 +64,11 @@ class AgentConfig:
         self.read_size = _int(read_size, "read size", 4096)
         self.write_size = _int(write_size, "write size", 4096)
         self.verify_retries = verify_retries
+        self.usage_dir = usage_dir or None
+        if self.usage_dir and not re.fullmatch(r"\w[\w.-]{0,99}", root_name or "", re.ASCII):
+            raise ValueError(f"--root-name must be 1-100 letters, digits, '_', '.' or '-' ('.' and '-' not first), "
+                             f"got {root_name!r}")
+        self.root_name = root_name
         self._s3_settings = None
 
     @classmethod
