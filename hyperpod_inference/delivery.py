@@ -26,6 +26,8 @@ MAX_MANIFEST_BYTES = 256 * 1024
 MAX_TEMPLATE_BYTES = 1024 * 1024
 MAX_RESOURCES = 500
 MAX_OUTPUTS = 200  # CloudFormation's limit of Outputs per template
+#: The parameter of a nested stack carrying the kubectl provider's service token.
+NESTED_PROVIDER_PARAMETER = "KubectlProviderServiceToken"
 
 # cdk-nag findings inside aws-cdk-lib's own kubectl provider nested stack; exact IDs as cdk-nag prints them.
 KUBECTL_PROVIDER_ACKS = {
@@ -79,6 +81,8 @@ class ManifestDelivery:
         self.operator_unit: ManifestUnit | None = None
         self._acknowledged_provider = False
         self._shared_cluster: eks.ICluster | None = None
+        self._provider: eks.IKubectlProvider | None = None
+        self._nested_clusters: dict[cdk.Stack, eks.ICluster] = {}
 
     def chart(self, name: str) -> cdk8s.Chart:
         """A new, empty chart whose objects land in ``manifests/<name>.yaml``."""
@@ -124,13 +128,30 @@ class ManifestDelivery:
         if cdk.Stack.of(scope) is cluster_stack or isinstance(self.cluster, eks.Cluster) \
                 or self.cluster.kubectl_provider is not None:
             return self.cluster
+        c = self.cluster
         if self._shared_cluster is None:
-            provider = eks.KubectlProvider.get_or_create(cluster_stack, self.cluster)
-            c = self.cluster
+            self._provider = eks.KubectlProvider.get_or_create(cluster_stack, c)
             self._shared_cluster = eks.Cluster.from_cluster_attributes(
-                cluster_stack, f"{cdk.Names.node_unique_id(c.node)}-SharedKubectlProvider", cluster_name=c.cluster_name, kubectl_provider=provider,
+                cluster_stack, f"{cdk.Names.node_unique_id(c.node)}-SharedKubectlProvider", cluster_name=c.cluster_name,
+                kubectl_provider=self._provider,
                 kubectl_role_arn=c.kubectl_role.role_arn if c.kubectl_role is not None else None)
-        return self._shared_cluster
+        stack = cdk.Stack.of(scope)
+        role_arn = c.kubectl_role.role_arn if c.kubectl_role is not None else None
+        if not isinstance(stack, cdk.NestedStack) or role_arn is None or cdk.Token.is_unresolved(role_arn):
+            return self._shared_cluster
+        # A nested stack gets the provider's function through one parameter of a short name: every manifest there
+        # names it, and CloudFormation's generated cross-stack parameter name is about 230 characters long.
+        view = self._nested_clusters.get(stack)
+        if view is None:
+            token = cdk.CfnParameter(stack, NESTED_PROVIDER_PARAMETER, type="String",
+                                     description="The kubectl provider's service token (from the parent stack)")
+            stack.set_parameter(NESTED_PROVIDER_PARAMETER, self._provider.service_token)
+            provider = eks.KubectlProvider.from_kubectl_provider_attributes(
+                stack, "KubectlProviderView", function_arn=token.value_as_string, kubectl_role_arn=role_arn,
+                handler_role=self._provider.handler_role)
+            view = self._nested_clusters[stack] = eks.Cluster.from_cluster_attributes(
+                stack, "ClusterView", cluster_name=c.cluster_name, kubectl_provider=provider, kubectl_role_arn=role_arn)
+        return view
 
     def _acknowledge_provider(self) -> None:
         if self._acknowledged_provider or self.cluster is None:

@@ -533,7 +533,7 @@ class HyperPodInference(Construct):
         key = f"{pascal(ep.namespace)}{pascal(ep.name)}"
         outs: list[cdk.CfnOutput] = []
         outs.append(cdk.CfnOutput(scope, f"{key}Status", value=commands.status_command(ep), description=(
-            f"{ep.namespace}/{ep.name}: deployment status, events (and DNS/TLS status)")))
+            f"{ep.namespace}/{ep.name}: status and events (and DNS/TLS)")))
         invoke = commands.invoke_output(ep, region=self.region)
         if invoke:
             outs.append(cdk.CfnOutput(scope, f"{key}Invoke", value=invoke,

@@ -34,6 +34,10 @@ from .runtimes import PRESETS
 AGENT_MOUNT = "/opt/nvme-agent"  # the code ConfigMap's mount: <AGENT_MOUNT>/<AGENT_BUNDLE>
 AGENT_BUNDLE = "agent.z"
 CACHE_MOUNT = "/cache"  # the cache root inside agent containers
+USAGE_MOUNT = "/usage"  # <hostPath>/.usage: every root's usage record, read when the free-space goal fails
+USAGE_DIR = ".usage"
+PARENT_MOUNT = "/cache-parent"  # <hostPath> itself: only the warm DaemonSet's evict-legacy init container
+SHARED_ROOT_NAME = "_shared"  # the usage record's name of the one shared root (never a namespace name)
 MODELS_FILE = "models.json"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 USER_ASSIGNABLE_LABEL = "sagemaker.amazonaws.com/user-assignable"
@@ -119,15 +123,13 @@ def agent_image(endpoint: Endpoint, region: str) -> str:
     return PRESETS[endpoint.effective_runtime or "vllm"].image(region)
 
 
-def _agent_env(token: SecretRef | None) -> list[dict[str, Any]]:
-    env: list[dict[str, Any]] = [
-        {"name": "HF_HOME", "value": "/tmp/hf"},
-        {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
-    ]
-    if token is not None:
-        # The token is a file (huggingface_hub reads HF_TOKEN_PATH), never an environment variable.
-        env.append({"name": "HF_TOKEN_PATH", "value": f"{TOKEN_MOUNT}/token"})
-    return env
+def _agent_env(token: SecretRef | None) -> dict[str, Any]:
+    """The agent container's ``env`` (none without a token: the agent defaults huggingface_hub's home under /tmp and
+    turns its telemetry off itself)."""
+    if token is None:
+        return {}
+    # The token is a file (huggingface_hub reads HF_TOKEN_PATH), never an environment variable.
+    return {"env": [{"name": "HF_TOKEN_PATH", "value": f"{TOKEN_MOUNT}/token"}]}
 
 
 def _token_volume(token: SecretRef | None) -> list[dict[str, Any]]:
@@ -176,6 +178,30 @@ class NvmeCachePlan:
         return f"{base}/{self.endpoint.namespace}"
 
     @property
+    def host_base(self) -> str:
+        """``weightCache.hostPath``: the volume the agent containers mount parts of (``subPath``)."""
+        return self.endpoint.weight_cache.host_path.rstrip("/") or "/"
+
+    @property
+    def root_name(self) -> str:
+        return SHARED_ROOT_NAME if self.share_across_namespaces else self.endpoint.namespace
+
+    def cache_mounts(self, *, usage: bool = True) -> list[dict[str, Any]]:
+        """The agent's mounts of the cache volume: its root at ``/cache`` (the namespace's directory, unless shared)
+        and (``usage``) the usage records at ``/usage``; never another namespace's models."""
+        root: dict[str, Any] = {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT}
+        if not self.share_across_namespaces:
+            root["subPath"] = self.endpoint.namespace
+        usage_mount = {"name": CACHE_ROOT_VOLUME, "mountPath": USAGE_MOUNT, "subPath": USAGE_DIR}
+        return [root, usage_mount] if usage else [root]
+
+    def cache_volume(self) -> dict[str, Any]:
+        return {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": self.host_base, "type": "DirectoryOrCreate"}}
+
+    def usage_args(self) -> list[str]:
+        return ["--usage-dir", USAGE_MOUNT, "--root-name", self.root_name]
+
+    @property
     def model_host_path(self) -> str:
         return f"{self.host_root}/{model_relative_dir(self.spec)}"
 
@@ -212,7 +238,7 @@ class NvmeCachePlan:
         return (
             {"name": self.endpoint.weight_cache.volume_name,
              "hostPath": {"path": self.model_host_path, "type": "DirectoryOrCreate"}},
-            {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": self.host_root, "type": "DirectoryOrCreate"}},
+            self.cache_volume(),
             _code_volume(self.code_configmap_name),
             {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
             *_source_mounts(self.endpoint)[0],
@@ -224,19 +250,20 @@ class NvmeCachePlan:
         way it leases the model under the pod's name (and, with ``lease_sidecar``, a sidecar keeps the lease)."""
         model = json.dumps(self.spec, sort_keys=True, separators=(",", ":"))
         mounts = [
-            {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
             {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
             {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
         ]
         fill = {
             "name": "nvme-cache-fill",
             "image": agent_image(self.endpoint, self.region),
+            # ensure leases the model under the pod's name (its host name) by default
             "command": agent_command("ensure", "--cache-root", CACHE_MOUNT, "--model", model,
-                                     "--lease-holder", LEASE_HOLDER, *self.min_free_args()),
-            "env": _agent_env(self.token),
+                                     *self.min_free_args(), *self.usage_args()),
+            **_agent_env(self.token),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
-            "volumeMounts": [*mounts, *_source_mounts(self.endpoint)[1], *_token_mount(self.token)],
+            "volumeMounts": [*self.cache_mounts(), *mounts, *_source_mounts(self.endpoint)[1],
+                             *_token_mount(self.token)],
         }
         if not self.lease_sidecar:
             return (fill,)
@@ -246,10 +273,9 @@ class NvmeCachePlan:
             "restartPolicy": "Always",
             "command": agent_command("lease", "--cache-root", CACHE_MOUNT, "--model", model,
                                      "--holder", LEASE_HOLDER, "--interval", "60"),
-            "env": [{"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"}],
             "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}},
             "securityContext": _AGENT_SECURITY_CONTEXT,
-            "volumeMounts": mounts,
+            "volumeMounts": [*self.cache_mounts(usage=False), *mounts],
         }
         return (fill, lease)
 
@@ -300,14 +326,15 @@ class NvmeCache(Construct):
         container = {
             "name": "warm",
             "image": agent_image(ep, first.region),
-            "command": agent_command("warm", *common, "--interval", "300", *first.min_free_args()),
-            "env": _agent_env(first.token),
+            "command": agent_command("warm", *common, "--interval", "300", *first.min_free_args(),
+                                     *first.usage_args()),
+            **_agent_env(first.token),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
             "readinessProbe": {"exec": {"command": agent_command("check", *common)},
                                "periodSeconds": 30, "timeoutSeconds": 10, "failureThreshold": 1},
             "volumeMounts": [
-                {"name": CACHE_ROOT_VOLUME, "mountPath": CACHE_MOUNT},
+                *first.cache_mounts(),
                 {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
                 {"name": "models", "mountPath": "/etc/nvme-agent", "readOnly": True},
                 {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
@@ -318,7 +345,7 @@ class NvmeCache(Construct):
         pod_spec = {
             "containers": [container],
             "volumes": [
-                {"name": CACHE_ROOT_VOLUME, "hostPath": {"path": first.host_root, "type": "DirectoryOrCreate"}},
+                first.cache_volume(),
                 _code_volume(first.code_configmap_name),
                 {"name": "models", "configMap": {"name": first.configmap_name,
                                                  "items": [{"key": MODELS_FILE, "path": MODELS_FILE}]}},
@@ -335,6 +362,22 @@ class NvmeCache(Construct):
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "terminationGracePeriodSeconds": 30,
         }
+        if not first.share_across_namespaces:
+            # Models cached by earlier releases directly under hostPath (before per-namespace roots) are evicted,
+            # not orphaned: only this short-lived container mounts hostPath itself, and it removes nothing but
+            # unleased models of that layout (never a namespace's root).
+            pod_spec["initContainers"] = [{
+                "name": "nvme-evict-legacy",
+                "image": container["image"],
+                "command": agent_command("evict-legacy", "--cache-parent", PARENT_MOUNT),
+                "resources": _AGENT_RESOURCES,
+                "securityContext": _AGENT_SECURITY_CONTEXT,
+                "volumeMounts": [
+                    {"name": CACHE_ROOT_VOLUME, "mountPath": PARENT_MOUNT},
+                    {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
+                    {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
+                ],
+            }]
         if first.service_account_name:
             pod_spec["serviceAccountName"] = first.service_account_name
         selector = {"app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": self.name}
@@ -454,8 +497,8 @@ def agent_code_configmap_name(prefix: str = AGENT_CODE_CONFIGMAP) -> str:
 BOOTSTRAP = "\n".join([
     "import hashlib,sys,zlib",
     "d=open(sys.argv[2],'rb').read()",
-    "if hashlib.sha256(d).hexdigest()!=sys.argv[1]:print('nvme-agent: the mounted agent code does not have the hash "
-    f"this pod spec names; refusing to run',file=sys.stderr);sys.exit({EXIT_CODE_MISMATCH})",
+    "if hashlib.sha256(d).hexdigest()!=sys.argv[1]:print('nvme-agent: code hash mismatch, refusing to run',"
+    f"file=sys.stderr);sys.exit({EXIT_CODE_MISMATCH})",
     "exec(zlib.decompress(d))",
 ])
 

@@ -180,6 +180,8 @@ class EndpointVerificationProvider(Construct):
         )
 
     def _function(self, id: str, handler: str, code: lambda_.Code) -> tuple[lambda_.Function, iam.Role]:
+        # The waiter's timeout and query interval are this provider's (one per pair), so the handlers read them from
+        # their environment rather than from every custom resource.
         log_group = logs.LogGroup(self, f"{id}Logs", retention=_LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
         # An explicit role: no AWS managed policy, only write access to this function's own log group.
         role = iam.Role(
@@ -200,6 +202,8 @@ class EndpointVerificationProvider(Construct):
             timeout=HANDLER_TIMEOUT,
             role=role,
             log_group=log_group,
+            environment={"TIMEOUT_SECONDS": str(_seconds(self.timeout)),
+                         "QUERY_INTERVAL_SECONDS": str(_seconds(self.query_interval))},
             description="Post-deploy verification of a SageMaker endpoint (custom_resources.Provider handler)",
         )
         return function, role
@@ -261,14 +265,10 @@ class EndpointVerification(Construct):
         self.provider = EndpointVerificationProvider.of(self, timeout=timeout, query_interval=query_interval)
         self.provider.grant_verify(self.endpoint_arn)
 
-        # The handler's defaults (application/json, FailDeployment and ShowResponse "false") are left out: a fleet
-        # carries one such resource per endpoint.
-        properties = {
-            "EndpointName": endpoint_name,
-            "Payload": payload,
-            "TimeoutSeconds": str(_seconds(timeout)),
-            "QueryIntervalSeconds": str(_seconds(query_interval)),
-        }
+        # The handler's defaults (application/json, FailDeployment and ShowResponse "false") and the provider's
+        # own timeout and interval (its handlers' environment) are left out: a fleet carries one such resource per
+        # endpoint.
+        properties = {"EndpointName": endpoint_name, "Payload": payload}
         if content_type != DEFAULT_CONTENT_TYPE:
             properties["ContentType"] = content_type
         if fail_deployment:

@@ -90,7 +90,8 @@ class RuntimePreset:
         return f"{dlc_registry(region)}/{self.repository}:{self.tag}"
 
 
-_CHAT = json.dumps({"messages": [{"role": "user", "content": "Say hello in one word."}], "max_tokens": 16})
+_CHAT = json.dumps({"messages": [{"role": "user", "content": "Say hello in one word."}], "max_tokens": 16},
+                   separators=(",", ":"))
 
 PRESETS: Mapping[str, RuntimePreset] = MappingProxyType({
     "vllm": RuntimePreset(
@@ -104,6 +105,7 @@ PRESETS: Mapping[str, RuntimePreset] = MappingProxyType({
     "tgi": RuntimePreset(
         name="tgi", repository="huggingface-pytorch-tgi-inference", tag="2.7.0-tgi3.3.4-gpu-py311-cu124-ubuntu22.04",
         port=8080, health_path="/health", invocation_endpoint="generate", serves_model_name=False,
-        default_payload=json.dumps({"inputs": "What is Amazon SageMaker?", "parameters": {"max_new_tokens": 16}})),
+        default_payload=json.dumps({"inputs": "What is Amazon SageMaker?", "parameters": {"max_new_tokens": 16}},
+                                   separators=(",", ":"))),
 })
 """Runtime name (the config's ``runtime``) -> preset."""

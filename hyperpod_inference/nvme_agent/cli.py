@@ -90,8 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("ensure", parents=[common], help="make one model complete (download on a miss); print its dir")
     p.add_argument("--model", required=True, help="model spec JSON (or @file)")
-    p.add_argument("--lease-holder", default=None,
-                   help=f"also take a lease on the model under this name ({HOSTNAME_HOLDER}: the host's, a pod's name)")
+    p.add_argument("--lease-holder", default=HOSTNAME_HOLDER,
+                   help=f"also take a lease on the model under this name (default {HOSTNAME_HOLDER}: the host's, a "
+                        "pod's name; '' for none)")
     p = sub.add_parser("warm", parents=[common], help="keep every model of a models file complete")
     p.add_argument("--models-file", required=True)
     p.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
@@ -120,7 +121,7 @@ HOSTNAME_HOLDER = "@hostname"  # a pod's host name is its name (the lease holder
 
 
 def _holder(name: str | None) -> str | None:
-    return socket.gethostname() if name == HOSTNAME_HOLDER else name
+    return socket.gethostname() if name == HOSTNAME_HOLDER else (name or None)
 
 
 def _run(args) -> int:

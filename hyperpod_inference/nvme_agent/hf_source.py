@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 
 from . import workers
 from .source import Source
 
-# huggingface_hub reads these at import time: set them before the first import.
+# huggingface_hub reads these at import time: set them before the first import. Its home defaults under the
+# (writable) temporary directory: the agent's containers have a read-only root filesystem and an emptyDir /tmp.
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("HF_HOME", os.path.join(tempfile.gettempdir(), "hf"))
 
 HF_METADATA_DIR = ".cache"  # huggingface_hub's bookkeeping inside local_dir; removed before a model is published
 

@@ -108,18 +108,35 @@ def test_each_namespace_gets_its_own_cache_root_unless_shared():
     # GIVEN the same model served in two namespaces
     plans = [plan_for(namespace=ns) for ns in ("team-a", "team-b")]
 
-    # THEN each namespace's pods mount only <hostPath>/<namespace> (cache root and model directory)
+    # THEN each namespace's agent containers see only <hostPath>/<namespace> as their root (a subPath of the cache
+    # volume) and <hostPath>/.usage, and its model server only the model's directory
     for plan, ns in zip(plans, ("team-a", "team-b"), strict=True):
-        root = next(v for v in plan.volumes() if v["name"] == "nvme-cache-root")["hostPath"]["path"]
+        assert next(v for v in plan.volumes() if v["name"] == "nvme-cache-root")["hostPath"]["path"] == \
+            "/opt/dlami/nvme"
         model = next(v for v in plan.volumes() if v["name"] == "nvme-model")["hostPath"]["path"]
-        assert root == f"/opt/dlami/nvme/{ns}"
         assert model == f"/opt/dlami/nvme/{ns}/{model_relative_dir(plan.spec)}"
-        ds_root = next(v for v in synth(plan)["DaemonSet"]["spec"]["template"]["spec"]["volumes"]
-                       if v["name"] == "nvme-cache-root")
-        assert ds_root["hostPath"]["path"] == root
-    # AND share_across_namespaces puts them in one root again
+        (fill,) = plan.init_containers()
+        pod = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
+        for container in (fill, pod["containers"][0]):
+            cache = [m for m in container["volumeMounts"] if m["name"] == "nvme-cache-root"]
+            assert cache == [{"name": "nvme-cache-root", "mountPath": "/cache", "subPath": ns},
+                             {"name": "nvme-cache-root", "mountPath": "/usage", "subPath": ".usage"}]
+            command = container["command"]
+            assert command[command.index("--usage-dir"):command.index("--usage-dir") + 4] == [
+                "--usage-dir", "/usage", "--root-name", ns]
+        # AND only the warm DaemonSet's evict-legacy init container mounts hostPath itself, to evict the models
+        # earlier releases cached directly under it
+        (legacy,) = pod["initContainers"]
+        assert legacy["command"][5:] == ["evict-legacy", "--cache-parent", "/cache-parent"]
+        assert {"name": "nvme-cache-root", "mountPath": "/cache-parent"} in legacy["volumeMounts"]
+        assert k8s_errors(synth(plan)["DaemonSet"], "1.28") == []
+    # AND share_across_namespaces puts them in one root again (the usage record named _shared, nothing legacy)
     shared = plan_for(namespace="team-a", share_across_namespaces=True)
-    assert next(v for v in shared.volumes() if v["name"] == "nvme-cache-root")["hostPath"]["path"] == "/opt/dlami/nvme"
+    (fill,) = shared.init_containers()
+    assert [m for m in fill["volumeMounts"] if m["mountPath"] == "/cache"] == [
+        {"name": "nvme-cache-root", "mountPath": "/cache"}]
+    assert fill["command"][-1] == "_shared"
+    assert "initContainers" not in synth(shared)["DaemonSet"]["spec"]["template"]["spec"]
 
 
 def test_the_shipped_code_is_at_most_half_the_previous_template_cost():
@@ -212,8 +229,8 @@ def test_the_init_container_leases_the_model_under_the_pods_name():
     plan = plan_for()
     (init,) = plan.init_containers()
 
-    # THEN ensure takes a lease named after the pod (its host name)
-    assert init["command"][init["command"].index("--lease-holder") + 1] == "@hostname"
+    # THEN ensure takes a lease named after the pod (its host name): its default, so the command names no holder
+    assert init["command"][5] == "ensure" and "--lease-holder" not in init["command"]
 
 
 def test_the_lease_sidecar_is_a_native_sidecar_refreshing_the_pods_lease():

@@ -86,8 +86,8 @@ def test_custom_resource_carries_the_verification_properties_as_strings():
             "ContentType": Match.absent(),
             "FailDeployment": Match.absent(),
             "ShowResponse": Match.absent(),
-            "TimeoutSeconds": "3600",
-            "QueryIntervalSeconds": "30",
+            "TimeoutSeconds": Match.absent(),
+            "QueryIntervalSeconds": Match.absent(),
             "Nonce": Match.absent(),
         },
     )
@@ -252,6 +252,13 @@ def test_provider_total_timeout_and_query_interval_drive_the_waiter(timeout, int
     # THEN the waiter polls every interval, total timeout / interval times
     assert f'\\"IntervalSeconds\\":{int(interval.to_seconds())}' in definition
     assert f'\\"MaxAttempts\\":{attempts}' in definition
+    # AND both handlers know the timeout and interval from their environment (the custom resources omit them)
+    handlers = [f for f in Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
+                if f["Properties"].get("Handler", "").startswith("index.")]
+    assert len(handlers) == 2
+    for function in handlers:
+        assert function["Properties"]["Environment"]["Variables"] == {
+            "TIMEOUT_SECONDS": str(int(timeout.to_seconds())), "QUERY_INTERVAL_SECONDS": str(int(interval.to_seconds()))}
 
 
 def test_handler_functions_use_the_latest_python_on_arm_with_small_limits_and_a_one_month_log_group():

@@ -389,6 +389,22 @@ def test_soft_deadline_margin_grows_with_the_query_interval(aws):
     assert result["Data"]["Status"] == "TimedOut"
 
 
+def test_the_timeout_and_interval_come_from_the_environment_when_the_resource_omits_them(aws, monkeypatch):
+    # GIVEN a resource without TimeoutSeconds / QueryIntervalSeconds, on a provider of 20 minutes and 5-minute polls
+    monkeypatch.setenv("TIMEOUT_SECONDS", "1200")
+    monkeypatch.setenv("QUERY_INTERVAL_SECONDS", "300")
+    _create_endpoint()
+    _set_endpoint_status("Creating")
+    event = _event(fail_deployment="false", started_at=int(time.time()) - 700)
+    for key in ("TimeoutSeconds", "QueryIntervalSeconds"):
+        event["ResourceProperties"].pop(key)
+    # WHEN is_complete runs 700 s in (past 1200 s minus two polls)
+    result = handler.is_complete(event, None)
+    # THEN it stops waiting, naming the provider's timeout
+    assert result["Data"]["Status"] == "TimedOut"
+    assert result["Data"]["Reason"] == "endpoint not verified within 1200 s (last status: Creating)"
+
+
 def test_fail_deployment_strings_are_parsed_case_insensitively():
     # GIVEN the strings CloudFormation may pass
     # WHEN they are parsed

@@ -180,3 +180,19 @@ def test_persistent_corruption_fails_without_marking(hub, hf_env, tmp_path):
     assert "checksum mismatch" in result.stderr
     assert hub.count("GET", repo.repo_id, "config.json") == 3
     assert not list(tmp_path.rglob(".complete"))
+
+
+def test_the_agent_sets_huggingface_hubs_home_and_telemetry_itself(tmp_path):
+    # GIVEN an environment without HF_HOME or HF_HUB_DISABLE_TELEMETRY (the pods set neither)
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HOME", "HF_HUB_DISABLE_TELEMETRY")}
+    env["TMPDIR"] = str(tmp_path)
+    code = ("import os, hyperpod_inference.nvme_agent.hf_source as h; "
+            "print(os.environ['HF_HOME']); print(os.environ['HF_HUB_DISABLE_TELEMETRY'])")
+    # WHEN the Hub source is imported
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    # THEN huggingface_hub's home is under the writable temporary directory and its telemetry is off
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(tmp_path / "hf"), "1"]

@@ -71,15 +71,20 @@ def test_a_model_leased_by_a_pod_is_not_evicted_while_its_sidecar_refreshes_it_a
     assert not os.path.exists(final)
 
 
-def test_the_hostname_holder_is_the_hosts_name(tmp_path):
-    # GIVEN a pod's init container, which names its lease @hostname (a pod's host name is its name)
+def test_the_hostname_holder_is_the_hosts_name_and_the_default(tmp_path):
+    # GIVEN a pod's init container, whose ensure leases the model @hostname (a pod's host name is its name) by default
     import socket
 
-    spec = local_model(tmp_path, "m")
-    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec),
-                       "--lease-holder", "@hostname")
+    for i, holder in enumerate((["--lease-holder", "@hostname"], [])):
+        spec = local_model(tmp_path, f"m{i}")
+        result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec), *holder)
 
-    # THEN the lease is the host's name
+        # THEN the lease is the host's name
+        assert result.returncode == 0, result.stderr
+        assert cache.active_leases(result.stdout.strip(), 600) == [socket.gethostname()]
+    # AND an empty holder takes none
+    spec = local_model(tmp_path, "m9")
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec), "--lease-holder", "")
     assert result.returncode == 0, result.stderr
-    assert cache.active_leases(result.stdout.strip(), 600) == [socket.gethostname()]
+    assert cache.active_leases(result.stdout.strip(), 600) == []
 

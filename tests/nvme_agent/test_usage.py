@@ -29,9 +29,9 @@ def test_ensure_and_warm_write_their_roots_usage_and_an_eviction_updates_it(tmp_
     first = local_model(tmp_path, "first", 30_000)
     flags = ("--cache-root", root, "--usage-dir", usage, "--root-name", "team-a")
 
-    # WHEN ensure fetches a model
+    # WHEN ensure fetches a model (taking no lease, so that the warm cycle below may evict it)
     before = time.time()
-    result = run_agent("ensure", *flags, "--model", json.dumps(first))
+    result = run_agent("ensure", *flags, "--model", json.dumps(first), "--lease-holder", "")
 
     # THEN the root's usage is in <usage dir>/team-a.json: its bytes, its one model, when, and its name
     assert result.returncode == 0, result.stderr

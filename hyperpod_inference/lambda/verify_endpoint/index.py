@@ -9,9 +9,10 @@ Resource properties (CloudFormation passes every value as a string):
 - ``Payload``, ``ContentType``: the request body and its content type.
 - ``FailDeployment``: ``"true"`` fails the deployment when verification fails; ``"false"`` reports
   ``Status: Failed`` / ``Status: TimedOut`` in the resource attributes and lets the deployment succeed.
-- ``TimeoutSeconds``: the Provider's total timeout. The handler stops waiting a margin before it (the *soft deadline*),
-  so that ``FailDeployment: "false"`` is honoured on time-outs too.
-- ``QueryIntervalSeconds``: the Provider's query interval (sizes the margin).
+- ``TimeoutSeconds``: the Provider's total timeout (default: the ``TIMEOUT_SECONDS`` environment variable the
+  construct sets on the Provider's handlers). The handler stops waiting a margin before it (the *soft deadline*), so
+  that ``FailDeployment: "false"`` is honoured on time-outs too.
+- ``QueryIntervalSeconds``: the Provider's query interval (sizes the margin; default: ``QUERY_INTERVAL_SECONDS``).
 - ``ShowResponse``: ``"true"`` adds the first bytes of the model's answer (``BodyPreview``) to the output and the logs;
   otherwise only status, latency and byte count are reported (the answer may hold user data).
 - anything else (a ``Nonce``) only forces CloudFormation to run the verification again.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from typing import Any
 
@@ -133,7 +135,7 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         if deadline is None or time.time() < deadline:
             LOGGER.info("endpoint %s not ready yet (%s)", endpoint_name, not_yet.status)
             return {"IsComplete": False}
-        timeout = _int(props.get("TimeoutSeconds"), DEFAULT_TIMEOUT_SECONDS)
+        timeout = _setting(props, "TimeoutSeconds", "TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS)
         reason = f"endpoint not verified within {timeout} s (last status: {not_yet.status})"
         return _outcome(endpoint_name, "TimedOut", reason, not_yet.status, fail_deployment)
     except _Failure as failure:
@@ -280,13 +282,18 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
 
 
+def _setting(props: dict[str, Any], key: str, env: str, default: int) -> int:
+    """A resource property, else the handler's environment (the Provider's own setting), else ``default``."""
+    return _int(props.get(key, os.environ.get(env)), default)
+
+
 def _soft_deadline(event: dict[str, Any]) -> float | None:
     started_at = (event.get("Data") or {}).get("StartedAt")
     if started_at is None:
         return None
     props = event.get("ResourceProperties") or {}
-    timeout = _int(props.get("TimeoutSeconds"), DEFAULT_TIMEOUT_SECONDS)
-    interval = _int(props.get("QueryIntervalSeconds"), DEFAULT_QUERY_INTERVAL_SECONDS)
+    timeout = _setting(props, "TimeoutSeconds", "TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS)
+    interval = _setting(props, "QueryIntervalSeconds", "QUERY_INTERVAL_SECONDS", DEFAULT_QUERY_INTERVAL_SECONDS)
     # The last poll must land before the Provider's own (hard) timeout fires.
     margin = max(SOFT_DEADLINE_MARGIN_SECONDS, 2 * interval)
     return float(started_at) + timeout - margin
