@@ -92,12 +92,13 @@ class ManifestDelivery:
 
     def deliver(self, scope: Construct, name: str, chart: cdk8s.Chart, *, depends_on: list[str] | None = None,
                 after: list[Construct] | None = None, custom_resource: bool = False,
-                overwrite: bool = True) -> ManifestUnit:
+                overwrite: bool = True, prune: bool = True) -> ManifestUnit:
         """Register ``chart`` and, with kubectl delivery, apply it as ``Manifest<Name>`` in ``scope`` after the
         units named in ``depends_on``, the constructs in ``after`` and (for custom resources) the operator chart.
 
         ``overwrite=False``: the kubectl handler creates the objects (``kubectl create``) instead of applying them, so
-        an object that already exists fails the deploy instead of being adopted."""
+        an object that already exists fails the deploy instead of being adopted. ``prune=False``: an object dropped
+        from the chart on an update stays in the cluster (no ``kubectl apply --prune``)."""
         unit = ManifestUnit(name, chart, list(depends_on or []), list(after or []), custom_resource)
         self.units[name] = unit
         objs = unit.objects()
@@ -105,7 +106,7 @@ class ManifestDelivery:
         if self.cluster is None or not objs:
             return unit
         resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self._cluster_for(scope),
-                                          manifest=objs, overwrite=overwrite)
+                                          manifest=objs, overwrite=overwrite, prune=prune)
         unit.resource = resource
         for dep in unit.depends_on:
             other = self.units.get(dep)

@@ -411,7 +411,10 @@ class HyperPodInference(Construct):
         if name not in self.delivery.units:
             chart = self.delivery.chart(name)
             NvmeAgentCode(chart, "AgentCode", namespace=namespace, name_prefix=self._agent_code_prefix)
-            self.delivery.deliver(scope, name, chart, depends_on=depends_on)
+            # Not pruned: after an agent change the previous code ConfigMap stays for the pods that still mount it
+            # (a pod of the old spec restarting during or after the rollout); docs/nvme-agent.md says how to remove
+            # the ones nothing references.
+            self.delivery.deliver(scope, name, chart, depends_on=depends_on, prune=False)
         return name
 
     def _add_namespaces(self) -> None:

@@ -225,6 +225,11 @@ def test_agent_code_is_applied_once_per_namespace_before_the_endpoints_that_use_
     (warm,) = [r for n, r in default.stack.manifest_resources.items() if n.startswith("inference-nvme-warm-")]
     cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
     assert code in closure(t, logical_of(default, warm)) and code in closure(t, cr)
+    # AND it is applied without pruning, so an agent change leaves the previous code ConfigMap for the pods that
+    # still mount it (every other manifest prunes what its chart dropped)
+    assert "PruneLabel" not in t["Resources"][code]["Properties"]
+    assert "aws.cdk.eks/prune-" not in json.dumps(t["Resources"][code]["Properties"]["Manifest"])
+    assert "PruneLabel" in t["Resources"][cr]["Properties"]
     bodies = [json.dumps(r["Properties"]["Manifest"]) for r in default.resources(KUBE).values()]
     bundle = base64.b64encode(agent_bundle()).decode()[:64]  # the shipped code itself, not a reference to its key
     assert sum(bundle in b for b in bodies) == 1
