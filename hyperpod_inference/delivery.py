@@ -17,8 +17,9 @@ from typing import Any
 import aws_cdk as cdk
 import cdk8s
 from aws_cdk import aws_eks as eks
-from constructs import Construct
+from constructs import Construct, IConstruct
 
+from .constructs.lazy import is_unresolved
 from .manifests import with_placeholders, write_manifest_files
 
 # Size limits checked at synth (a manifest that the kubectl provider cannot carry fails late and badly).
@@ -62,9 +63,12 @@ class ManifestUnit:
     resource: eks.KubernetesManifest | None = None
     #: Compact JSON size of the objects as delivered (None: not delivered through ``deliver``).
     manifest_bytes: int | None = None
+    #: The objects as delivered (the chart is synthesized once, in ``deliver``).
+    delivered: list[dict[str, Any]] | None = None
 
     def objects(self) -> list[dict[str, Any]]:
-        return list(self.chart.to_json())
+        """The chart's objects: as delivered, else synthesized now."""
+        return list(self.delivered) if self.delivered is not None else list(self.chart.to_json())
 
 
 class ManifestDelivery:
@@ -83,6 +87,7 @@ class ManifestDelivery:
         self._shared_cluster: eks.ICluster | None = None
         self._provider: eks.IKubectlProvider | None = None
         self._nested_clusters: dict[cdk.Stack, eks.ICluster] = {}
+        self._clusters_by_scope: dict[Construct, eks.ICluster] = {}
 
     def chart(self, name: str) -> cdk8s.Chart:
         """A new, empty chart whose objects land in ``manifests/<name>.yaml``."""
@@ -101,22 +106,22 @@ class ManifestDelivery:
         from the chart on an update stays in the cluster (no ``kubectl apply --prune``)."""
         unit = ManifestUnit(name, chart, list(depends_on or []), list(after or []), custom_resource)
         self.units[name] = unit
-        objs = unit.objects()
+        objs = unit.delivered = unit.objects()
         unit.manifest_bytes = len(json.dumps(objs, separators=(",", ":")))
         if self.cluster is None or not objs:
             return unit
         resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self._cluster_for(scope),
                                           manifest=objs, overwrite=overwrite, prune=prune)
         unit.resource = resource
-        for dep in unit.depends_on:
-            other = self.units.get(dep)
-            if other is not None and other.resource is not None:
-                resource.node.add_dependency(other.resource)
-        if unit.after:
-            resource.node.add_dependency(*unit.after)
+        first: list[Construct] = [other.resource for other in map(self.units.get, dict.fromkeys(unit.depends_on))
+                                  if other is not None and other.resource is not None]
+        first += unit.after
         if custom_resource and self.operator_unit is not None and self.operator_unit.resource is not None:
-            resource.node.add_dependency(self.operator_unit.resource)
-        self._acknowledge_provider()
+            first.append(self.operator_unit.resource)
+        if first:
+            resource.node.add_dependency(*first)  # one call into the CDK runtime, whatever the count
+        if not self._acknowledged_provider:
+            self._acknowledge_provider()
         return unit
 
     def _cluster_for(self, scope: Construct) -> eks.ICluster:
@@ -124,6 +129,13 @@ class ManifestDelivery:
         per stack that applies a manifest (aws-cdk-lib's ``KubectlProvider.get_or_create``), nested stacks included;
         so manifests in another stack than the cluster's use a view of the cluster that carries the cluster stack's
         provider: one provider (one nested provider stack, one Lambda set) for the whole app."""
+        assert self.cluster is not None
+        known = self._clusters_by_scope.get(scope)
+        if known is None:
+            known = self._clusters_by_scope[scope] = self._cluster_view(scope)
+        return known
+
+    def _cluster_view(self, scope: Construct) -> eks.ICluster:
         assert self.cluster is not None
         cluster_stack = cdk.Stack.of(self.cluster)
         if cdk.Stack.of(scope) is cluster_stack or isinstance(self.cluster, eks.Cluster) \
@@ -138,7 +150,7 @@ class ManifestDelivery:
                 kubectl_role_arn=c.kubectl_role.role_arn if c.kubectl_role is not None else None)
         stack = cdk.Stack.of(scope)
         role_arn = c.kubectl_role.role_arn if c.kubectl_role is not None else None
-        if not isinstance(stack, cdk.NestedStack) or role_arn is None or cdk.Token.is_unresolved(role_arn):
+        if not isinstance(stack, cdk.NestedStack) or role_arn is None or is_unresolved(role_arn):
             return self._shared_cluster
         # A nested stack gets the provider's function through one parameter of a short name: every manifest there
         # names it, and CloudFormation's generated cross-stack parameter name is about 230 characters long.
@@ -192,15 +204,26 @@ SPLIT_ADVICE = ("split the endpoints: stackLayout: perNamespace (a nested stack 
 
 
 def template_counts(stack: cdk.Stack) -> dict[cdk.Stack, tuple[int, int]]:
-    """(resources, outputs) of ``stack`` and of every stack nested in it, each counting only its own template; one
-    walk of the construct tree."""
-    counts: dict[cdk.Stack, list[int]] = {}
-    for c in stack.node.find_all():
-        is_resource = isinstance(c, cdk.CfnResource)
-        if is_resource or isinstance(c, cdk.CfnOutput):
-            entry = counts.setdefault(cdk.Stack.of(c), [0, 0])
-            entry[0 if is_resource else 1] += 1
-    return {k: (v[0], v[1]) for k, v in counts.items()}
+    """(resources, outputs) of ``stack`` and of every stack nested in it, each counting only its own template.
+
+    One ``find_all`` per stack (each a single call into the CDK runtime; objects made inside the runtime have no
+    stable Python identity, so counts are subtracted, not objects matched): a stack's own count is its subtree's
+    minus that of every stack nested directly in it (found by construct path)."""
+    def count(members: list[IConstruct]) -> list[int]:
+        resources = sum(isinstance(c, cdk.CfnResource) for c in members)
+        return [resources, sum(isinstance(c, cdk.CfnOutput) for c in members)]
+
+    everything = stack.node.find_all()
+    stacks = [stack, *(c for c in everything if isinstance(c, cdk.Stack) and c is not stack)]
+    totals = [count(everything), *(count(s.node.find_all()) for s in stacks[1:])]
+    paths = [s.node.path + "/" for s in stacks]
+    own = [list(t) for t in totals]
+    for k in range(1, len(stacks)):
+        parents = [p for p in range(len(stacks)) if p != k and paths[k].startswith(paths[p])]
+        parent = max(parents, key=lambda p: len(paths[p]))  # the nearest enclosing stack
+        own[parent][0] -= totals[k][0]
+        own[parent][1] -= totals[k][1]
+    return {s: (o[0], o[1]) for s, o in zip(stacks, own, strict=True) if o != [0, 0]}
 
 
 def stack_limit_problems(stack: cdk.Stack, *, where: str = "stack", way_out: str = SPLIT_ADVICE,

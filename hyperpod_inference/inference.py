@@ -11,6 +11,7 @@ construction count.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -42,6 +43,7 @@ from .constructs.data_capture import DataCaptureStorage
 from .constructs.domain import CustomDomain, delegation_instructions
 from .constructs.endpoint_verification import EndpointVerification
 from .constructs.irsa import ServiceAccountRef, ServiceAccountRole
+from .constructs.lazy import is_unresolved
 from .constructs.model_access import grant_model_read, grant_secret_read
 from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems, template_counts
 from .facts import naming
@@ -78,7 +80,7 @@ class InferenceEndpoint:
 
 
 def _unresolved(value: Any) -> bool:
-    return isinstance(value, str) and cdk.Token.is_unresolved(value)
+    return isinstance(value, str) and is_unresolved(value)
 
 
 class HyperPodInference(Construct):
@@ -111,6 +113,10 @@ class HyperPodInference(Construct):
                  hosted_zone: route53.IHostedZone | None = None, certificate: acm.ICertificate | None = None,
                  execution_role: iam.IRole | None = None) -> None:
         super().__init__(scope, construct_id)
+        # The synth-time work (_finalize) runs when the aspect visits this childless construct: first among this
+        # construct's children, so what it adds is visited by every aspect too, and the aspect is called back once
+        # instead of for every construct below.
+        self._synth_hook = Construct(self, "SynthHook")
         self.stack = cdk.Stack.of(self)
         self._validate_props(config, cluster, execution_role)
         # What the names the library chooses carry, so two stacks (or two of these in one stack) never collide: the
@@ -138,6 +144,8 @@ class HyperPodInference(Construct):
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._added: list[Endpoint] = []
         self._sealed = False
+        self._scope_keys: dict[Construct, str] = {}
+        self._durations: dict[int, cdk.Duration] = {}
         self._token_syncs: dict[str, tuple[iam.IRole, set[str | None]]] = {}
         self._warm_groups: dict[str, _WarmGroup] = {}
         self.capture: DataCaptureStorage | None = None
@@ -156,13 +164,13 @@ class HyperPodInference(Construct):
         self.s3_csi_role = self.operator.s3_csi_role
         self._add_namespaces()
         for warning in config_warnings(config):
-            cdk.Annotations.of(self).add_warning_v2(warning.annotation_id, f"{warning.path}: {warning.message}")
+            self._annotations.add_warning_v2(warning.annotation_id, f"{warning.path}: {warning.message}")
         for endpoint in config.endpoints:
             self._add(endpoint)
         self._global_outputs()
         self.node.add_validation(_SizeLimits(self))
         self.keda_triggers: KedaTriggerAccess | None = None
-        cdk.Aspects.of(self).add(_Finalize(self))
+        cdk.Aspects.of(self._synth_hook).add(_Finalize(self))
 
     # ------------------------------------------------------------------------------------------------- props
     def _validate_props(self, config: HyperPodConfig, cluster: eks.ICluster | None,
@@ -193,7 +201,7 @@ class HyperPodInference(Construct):
         if problems:
             raise ValueError(f"HyperPodInference {self.node.path}: " + "; ".join(problems))
         if execution_role is not None:
-            cdk.Annotations.of(self).add_warning_v2(
+            self._annotations.add_warning_v2(
                 "hyperpod-inference:executionRoleTrust",
                 "execution_role: its trust policy cannot be checked here; it must trust sagemaker.amazonaws.com and "
                 "the operator's service account")
@@ -310,11 +318,13 @@ class HyperPodInference(Construct):
         """Which stack of this construct ``scope`` is in: '' for the enclosing stack, else the nested stack's path
         below this construct. Shared per-namespace objects (token syncs, warm DaemonSets) carry it in their names, so
         two stacks never apply objects of the same name."""
-        stack = cdk.Stack.of(scope)
-        if stack is self.stack:
-            return ""
-        path, mine = stack.node.path, self.node.path + "/"
-        return path[len(mine):] if path.startswith(mine) else path
+        known = self._scope_keys.get(scope)
+        if known is None:
+            stack = cdk.Stack.of(scope)
+            path, mine = stack.node.path, self.node.path + "/"
+            known = "" if stack is self.stack else path[len(mine):] if path.startswith(mine) else path
+            self._scope_keys[scope] = known
+        return known
 
     def _token_sync(self, scope: Construct, endpoint: Endpoint, depends_on: list[str]) -> tuple[str, iam.IRole]:
         """The namespace's sync of the endpoint's Secrets Manager token (created on first use, shared by every
@@ -500,34 +510,45 @@ class HyperPodInference(Construct):
             scope, f"Verify{pascal(unit.name)}", endpoint_name=ep.sagemaker_endpoint_name,
             payload=commands.default_payload(ep), content_type=ep.verify.content_type,
             fail_deployment=ep.verify.fail_deployment, show_response=ep.verify.show_response,
-            timeout=cdk.Duration.minutes(ep.verify.timeout_minutes),
+            timeout=self._minutes(ep.verify.timeout_minutes),
             nonce=hashlib.sha256(review.encode()).hexdigest()[:16])
         if unit.resource is not None:
             check.node.add_dependency(unit.resource)
         return check
 
+    @functools.cached_property
+    def _annotations(self) -> cdk.Annotations:
+        return cdk.Annotations.of(self)
+
+    def _minutes(self, minutes: int) -> cdk.Duration:
+        """One Duration object per value (the verification construct reads each once)."""
+        known = self._durations.get(minutes)
+        if known is None:
+            known = self._durations[minutes] = cdk.Duration.minutes(minutes)
+        return known
+
     def _warn(self, endpoint: Endpoint, name: str) -> None:
         hf = endpoint.model.huggingface
         where = f"endpoints {endpoint.namespace}/{endpoint.name}"
         if hf is not None and hf.commit_sha is None:
-            cdk.Annotations.of(self).add_warning_v2(
+            self._annotations.add_warning_v2(
                 f"hyperpod-inference:unpinned:{name}",
                 f"{where}: no commitSHA, so the deployment follows the Hub's main branch and is not reproducible; "
                 "pin model.huggingface.commitSHA")
         if hf is not None and hf.token is not None and not hf.prefetch and endpoint.weight_cache.mode != "daemonset":
-            cdk.Annotations.of(self).add_warning_v2(
+            self._annotations.add_warning_v2(
                 f"hyperpod-inference:tokenInRuntime:{name}",
                 f"{where}: with prefetch: false the operator also gives the Hugging Face token to the model server "
                 "container; set prefetch: true to keep it in the init container")
         pod = endpoint.data_capture.model_pod if endpoint.data_capture else None
         if pod is not None and pod.enabled and (pod.initial_sampling_percentage in (None, 100)) \
                 and not pod.max_payload_size_kb:
-            cdk.Annotations.of(self).add_warning_v2(
+            self._annotations.add_warning_v2(
                 f"hyperpod-inference:fullCapture:{name}",
                 f"{where}: modelPod capture samples 100% of requests with no payload cap (maxPayloadSizeKB); every "
                 "full request and response is stored")
         for warning in endpoint_warnings(endpoint, self.config):
-            cdk.Annotations.of(self).add_warning_v2(f"{warning.annotation_id}:{name}",
+            self._annotations.add_warning_v2(f"{warning.annotation_id}:{name}",
                                                     f"{where}: {warning.path}: {warning.message}")
 
     # -------------------------------------------------------------------------------------------------- outputs
@@ -674,7 +695,7 @@ class _Finalize:
         self.owner = owner
 
     def visit(self, node: IConstruct) -> None:
-        if node is self.owner:
+        if node is self.owner._synth_hook:
             self.owner._finalize()
 
 

@@ -34,11 +34,15 @@ def has_tokens(obj: Any) -> bool:
     return TOKEN_MARK in json.dumps(obj, default=str)
 
 
-class _ReviewDumper(yaml.SafeDumper):
+#: libyaml's emitter when PyYAML has it (several times faster on a fleet's hundreds of files), else PyYAML's own.
+_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _ReviewDumper(_SafeDumper):  # type: ignore[misc, valid-type]
     """Multi-line strings (the agent's code in its ConfigMap) as literal blocks, readable in review."""
 
 
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+def _str(dumper: Any, value: str) -> yaml.Node:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 

@@ -18,7 +18,7 @@ from constructs import Construct
 
 from .charts.operator import OperatorChart, OperatorChartProps
 from .config.models import Endpoint, HyperPodConfig
-from .constructs.lazy import lazy, lazy_string
+from .constructs.lazy import is_unresolved, lazy, lazy_string
 from .constructs.operator import (
     DependencyAddons,
     OperatorAddon,
@@ -144,7 +144,7 @@ class OperatorInstall:
     @staticmethod
     def _role_arn(stack: cdk.Stack, name: str | None) -> str | None:
         """The literal ARN of a role named ``name`` in the stack's account (None without a name or a literal env)."""
-        if name is None or cdk.Token.is_unresolved(stack.account) or cdk.Token.is_unresolved(stack.region):
+        if name is None or is_unresolved(stack.account) or is_unresolved(stack.region):
             return None
         return f"arn:{partition_of_region(stack.region)}:iam::{stack.account}:role/{name}"
 

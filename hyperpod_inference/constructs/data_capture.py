@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Acknowledgment, Annotations, Aws, Duration, RemovalPolicy, Stack, Token, Validations, region_info
+from aws_cdk import Acknowledgment, Annotations, Aws, Duration, RemovalPolicy, Stack, Validations, region_info
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -34,6 +34,7 @@ from aws_cdk.aws_kms import Key as _KmsKey
 from constructs import Construct
 
 from ..facts import naming, rules
+from .lazy import is_unresolved
 from .nag import render_resolved
 
 ALB_LOG_DELIVERY_SERVICE = "logdelivery.elasticloadbalancing.amazonaws.com"
@@ -48,7 +49,7 @@ _ABORT_INCOMPLETE_MULTIPART_DAYS = 7
 
 
 def _known(value: Any) -> bool:
-    return value is not None and not Token.is_unresolved(value)
+    return value is not None and not is_unresolved(value)
 
 
 class DataCaptureStorage(Construct):
@@ -436,7 +437,7 @@ class DataCaptureStorage(Construct):
 
 
 def _validate_prefix(prefix: str) -> list[str]:
-    if isinstance(prefix, str) and Token.is_unresolved(prefix):
+    if isinstance(prefix, str) and is_unresolved(prefix):
         return []
     problem = rules.capture_prefix_problem(prefix)
     return [f"prefix: {prefix!r} {problem}"] if problem else []

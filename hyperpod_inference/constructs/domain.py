@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack, Token, region_info
+from aws_cdk import RemovalPolicy, Stack, region_info
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_route53 as route53
 from constructs import Construct
 
 from ..facts import rules
-from .lazy import lazy
+from .lazy import is_unresolved, lazy
 
 # The rules (domain names, zone ID, certificate ARN, what one certificate carries) are in facts/rules.py.
 ACM_MAX_NAMES_PER_CERTIFICATE = rules.ACM_MAX_NAMES_PER_CERTIFICATE
@@ -50,7 +50,7 @@ def delegation_instructions(zone_name: str) -> str:
 
 
 def _is_token(value: object) -> bool:
-    return isinstance(value, str) and Token.is_unresolved(value)
+    return isinstance(value, str) and is_unresolved(value)
 
 
 class CustomDomain(Construct):
@@ -150,7 +150,7 @@ class CustomDomain(Construct):
         """``arn:<partition>:route53:::hostedzone/<id>``: a literal for an imported zone in a stack whose region
         is known, else with the partition (and, for a created zone, the ID) resolved at deploy time."""
         stack = Stack.of(self)
-        if not self.created_zone and not Token.is_unresolved(stack.region):
+        if not self.created_zone and not is_unresolved(stack.region):
             partition = region_info.RegionInfo.get(stack.region).partition
             if partition:
                 return f"arn:{partition}:route53:::hostedzone/{self.hosted_zone_id}"
@@ -252,7 +252,7 @@ class CustomDomain(Construct):
             if not _is_token(certificate_arn):
                 region = Stack.of(self).region
                 problem = rules.acm_certificate_arn_problem(certificate_arn)
-                if problem is None and not Token.is_unresolved(region):
+                if problem is None and not is_unresolved(region):
                     problem = rules.certificate_region_problem(certificate_arn, region)
                 if problem:
                     problems.append(f"certificate_arn: {problem} (got {certificate_arn!r})")

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Acknowledgment, Annotations, CustomResource, Duration, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import Acknowledgment, Annotations, CustomResource, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -27,6 +27,7 @@ from constructs import Construct, IConstruct
 
 from ..facts import rules
 from ..facts.safety import is_json_content_type, json_body
+from .lazy import is_unresolved
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambda" / "verify_endpoint"
 RESOURCE_TYPE = "Custom::SageMakerEndpointVerification"
@@ -57,8 +58,19 @@ _WAITER_LOGS_ACK = "AwsSolutions::AwsSolutions-SF1"
 _WAITER_XRAY_ACK = "AwsSolutions::AwsSolutions-SF2"
 
 
+_SECONDS: dict[int, tuple[Duration, int]] = {}
+
+
 def _seconds(value: Duration) -> int:
-    return int(value.to_seconds())
+    """``value`` in whole seconds (remembered per Duration object: each reading is a call into the CDK runtime)."""
+    known = _SECONDS.get(id(value))
+    if known is None or known[0] is not value:
+        known = _SECONDS[id(value)] = (value, int(value.to_seconds()))
+    return known[1]
+
+
+#: (stack, provider id) -> provider: a fleet asks for its stack's provider once per endpoint.
+_PROVIDERS: dict[tuple[Stack, str], EndpointVerificationProvider] = {}
 
 
 class EndpointVerificationProvider(Construct):
@@ -110,12 +122,18 @@ class EndpointVerificationProvider(Construct):
         """The stack's provider for this timeout and query interval, created on first use."""
         stack = Stack.of(scope)
         provider_id = f"EndpointVerificationProvider{_seconds(timeout)}s{_seconds(query_interval)}s"
+        known = _PROVIDERS.get((stack, provider_id))
+        if known is not None:
+            return known
         existing = stack.node.try_find_child(provider_id)
         if existing is not None:
             if not isinstance(existing, EndpointVerificationProvider):
                 raise ValueError(f"construct id {provider_id!r} is taken in stack {stack.node.path}")
+            _PROVIDERS[(stack, provider_id)] = existing
             return existing
-        return cls(stack, provider_id, timeout=timeout, query_interval=query_interval)
+        provider = _PROVIDERS[(stack, provider_id)] = cls(stack, provider_id, timeout=timeout,
+                                                          query_interval=query_interval)
+        return provider
 
     @property
     def service_token(self) -> str:
@@ -250,7 +268,7 @@ class EndpointVerification(Construct):
 
         self.endpoint_name = endpoint_name
         self.fail_deployment = fail_deployment
-        if Token.is_unresolved(endpoint_name):
+        if is_unresolved(endpoint_name):
             Annotations.of(self).add_warning_v2(
                 "hyperpod-inference:verifyEndpointNameToken",
                 "endpoint_name is a deploy-time value: the IAM policy uses it as given, but SageMaker endpoint ARNs "
@@ -259,10 +277,11 @@ class EndpointVerification(Construct):
             arn_name = endpoint_name
         else:
             arn_name = endpoint_name.lower()
+        stack = Stack.of(self)
         #: ``arn:<partition>:sagemaker:<region>:<account>:endpoint/<name, lowercased>``
-        self.endpoint_arn = Stack.of(self).format_arn(service="sagemaker", resource="endpoint", resource_name=arn_name)
+        self.endpoint_arn = stack.format_arn(service="sagemaker", resource="endpoint", resource_name=arn_name)
 
-        self.provider = EndpointVerificationProvider.of(self, timeout=timeout, query_interval=query_interval)
+        self.provider = EndpointVerificationProvider.of(stack, timeout=timeout, query_interval=query_interval)
         self.provider.grant_verify(self.endpoint_arn)
 
         # The handler's defaults (application/json, FailDeployment and ShowResponse "false") and the provider's
@@ -308,7 +327,7 @@ def payload_text(payload: Any, content_type: str) -> str:
     if isinstance(payload, str):
         return payload
     if isinstance(payload, (Mapping, list, tuple)):
-        if not Token.is_unresolved(content_type) and not is_json_content_type(content_type):
+        if not is_unresolved(content_type) and not is_json_content_type(content_type):
             raise ValueError(f"EndpointVerification: payload: a mapping or list is sent as JSON and needs a JSON "
                              f"content type (got {content_type!r}); give a string for other content types")
         return json_body(payload)
@@ -317,11 +336,11 @@ def payload_text(payload: Any, content_type: str) -> str:
 
 def _validate(endpoint_name: str, payload: str, content_type: str, timeout: Duration, query_interval: Duration) -> None:
     problems: list[str] = []
-    if not Token.is_unresolved(endpoint_name) and (problem := rules.endpoint_name_problem(endpoint_name)):
+    if not is_unresolved(endpoint_name) and (problem := rules.endpoint_name_problem(endpoint_name)):
         problems.append(f"endpoint_name {endpoint_name!r}: {problem}")
-    if not Token.is_unresolved(payload) and not payload:
+    if not is_unresolved(payload) and not payload:
         problems.append("payload: must not be empty")
-    if not Token.is_unresolved(content_type) and not content_type.strip():
+    if not is_unresolved(content_type) and not content_type.strip():
         problems.append("content_type: must not be empty")
     timeout_s, interval_s = _seconds(timeout), _seconds(query_interval)
     if not _seconds(_MIN_TIMEOUT) <= timeout_s <= _seconds(_MAX_TIMEOUT):

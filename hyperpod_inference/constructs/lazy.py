@@ -7,7 +7,17 @@ from collections.abc import Callable
 from typing import Any
 
 import jsii
-from aws_cdk import IStableAnyProducer, IStableStringProducer, Lazy
+from aws_cdk import IStableAnyProducer, IStableStringProducer, Lazy, Token
+
+#: Every string token carries one of these (a string or a list element): a string without them is literal.
+_TOKEN_MARKS = ("${Token[", "#{Token[")
+
+
+def is_unresolved(value: Any) -> bool:
+    """``Token.is_unresolved``, without a call into the CDK runtime for a plain string (a fleet checks thousands)."""
+    if isinstance(value, str) and not any(mark in value for mark in _TOKEN_MARKS):
+        return False
+    return Token.is_unresolved(value)
 
 
 @jsii.implements(IStableAnyProducer)
