@@ -228,7 +228,10 @@ class HyperPodInference(Construct):
 
         The config's cross-endpoint rules apply against the endpoints already added (unique names, SageMaker
         endpoint names and domain names; the sections it needs), each problem named by its path. ``scope``
-        places the endpoint's roles and manifest (e.g. in a nested stack); default: this construct.
+        places the endpoint's roles and manifest (e.g. in a nested stack); default: this construct. Endpoints of a
+        namespace and stack share what they can (the sync of one Secrets Manager token and its reader role, one warm
+        DaemonSet for alike agent pods); the warm DaemonSets are built at synth, so add every endpoint before the app
+        is synthesized or its manifests are read (an endpoint added after that is an error).
         """
         self._check_against_config(endpoint)
         return self._add(endpoint, scope)

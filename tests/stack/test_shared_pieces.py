@@ -108,3 +108,20 @@ def test_one_daemonset_cannot_warm_endpoints_that_need_different_pods() -> None:
     chart = cdk8s.Chart(cdk8s.App(), "c", disable_resource_name_hashes=True)
     with pytest.raises(ValueError, match=r"ns0/e0, ns0/e1 need different warm pods"):
         NvmeCache(chart, "Cache", plans=plans)
+
+
+def test_an_endpoint_added_after_synth_is_refused(tmp_path: Path) -> None:
+    # GIVEN a synthesized app (its shared warm DaemonSets are built)
+    import aws_cdk as cdk
+
+    from hyperpod_inference import Endpoint
+    from hyperpod_inference.stack import HyperPodInferenceStack
+
+    cfg = _config(2)
+    app = cdk.App(outdir=str(tmp_path))
+    stack = HyperPodInferenceStack(app, "Late", config=parse_config(cfg))
+    app.synth()
+    late = Endpoint.model_validate({**cfg["endpoints"][0], "name": "late"})
+    # WHEN another endpoint is added THEN it is refused, naming it, instead of missing from a DaemonSet
+    with pytest.raises(ValueError, match=r"add_endpoint\(ns0/late\): the app was already synthesized"):
+        stack.inference.add_endpoint(late)
