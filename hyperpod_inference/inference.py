@@ -279,7 +279,7 @@ class HyperPodInference(Construct):
                 support_objs.append(model_reader_service_account(endpoint, self.manifest_role_arn(model_role)))
             plan = NvmeCachePlan(endpoint, self.region, token, sa_name, code_configmap_prefix=self._agent_code_prefix,
                                  share_across_namespaces=endpoint.weight_cache.share_across_namespaces,
-                                 group_scope=scope_key)
+                                 lease_sidecar=endpoint.weight_cache.lease_sidecar, group_scope=scope_key)
             wiring.update(kubernetes_volumes=plan.volumes(), init_containers=plan.init_containers(),
                           model_volume_name=endpoint.weight_cache.volume_name, service_account_name=sa_name)
             deps.append(self._agent_code_unit(scope, endpoint.namespace, base_deps))

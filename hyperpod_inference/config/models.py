@@ -542,6 +542,8 @@ class WeightCache(Strict):
         "agent_image": NoCrd("the NVMe agent DaemonSet and init container image"),
         "min_free_percent": NoCrd("the NVMe agent's eviction threshold"),
         "share_across_namespaces": NoCrd("the NVMe agent's cache layout"),
+        "lease_sidecar": NoCrd("not verbatim: the library adds the NVMe agent's lease container to "
+                               "spec.kubernetes.initContainers"),
     }
     mode: Literal["off", "operator", "daemonset"] = "off"
     """off; operator (the operator's weights cache, v3.3); daemonset (the NVMe agent warms every GPU node, an init
@@ -551,12 +553,16 @@ class WeightCache(Strict):
     volume_name: DnsLabel = "nvme-model"
     """The name of the model volume in the worker pod."""
     agent_image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
-    """daemonset: the image that runs the NVMe agent; default a public Python image."""
+    """daemonset: the image that runs the NVMe agent; default the endpoint's model server image (already on the
+    node; the agent needs its Python with botocore or huggingface_hub)."""
     min_free_percent: Annotated[int, Field(ge=0, le=90)] = 10
     """daemonset: evict least-recently-used models to keep this share of the disk free."""
     share_across_namespaces: bool = Field(
         default=False, description="daemonset: one cache root for every namespace instead of "
                                    "<hostPath>/<namespace>/ (warned: the namespaces' pods then mount each other's models)")
+    lease_sidecar: bool = False
+    """daemonset: a native sidecar (an init container with restartPolicy Always; Kubernetes 1.29+) keeps the pod's
+    lease on its model for the pod's whole life. Off: the init container's lease and the warm DaemonSet's keep it."""
 
     _safe_host_path = field_validator("host_path")(_safe_host_path)
 

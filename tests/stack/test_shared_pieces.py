@@ -125,3 +125,19 @@ def test_an_endpoint_added_after_synth_is_refused(tmp_path: Path) -> None:
     # WHEN another endpoint is added THEN it is refused, naming it, instead of missing from a DaemonSet
     with pytest.raises(ValueError, match=r"add_endpoint\(ns0/late\): the app was already synthesized"):
         stack.inference.add_endpoint(late)
+
+
+def test_lease_sidecar_in_the_config_gives_each_pod_a_native_sidecar(tmp_path: Path) -> None:
+    # GIVEN weightCache.leaseSidecar on the first endpoint only
+    from tests.k8s_validation import crd_errors
+
+    cfg = _config(2)
+    cfg["endpoints"][0]["weightCache"]["leaseSidecar"] = True
+    synth = synth_config(cfg, tmp_path, nag=False)
+    crs = {cr["metadata"]["name"]: cr for cr in synth.custom_resources()}
+    # THEN its custom resource's init containers end with the lease sidecar (restartPolicy Always), strictly valid
+    names = {n: [(c["name"], c.get("restartPolicy")) for c in cr["spec"]["kubernetes"]["initContainers"]]
+             for n, cr in crs.items()}
+    assert names["e0"] == [("nvme-cache-fill", None), ("nvme-cache-lease", "Always")]
+    assert names["e1"] == [("nvme-cache-fill", None)]
+    assert crd_errors(crs["e0"], "v3.3") == []
