@@ -36,13 +36,16 @@ NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName", "Name", "FunctionName"
 
 
 def profiles() -> dict[str, Any]:
-    """Profile name -> config (a path or a dict): the default config, the files fixture and the benchmark profiles."""
+    """Profile name -> config (a path or a dict): the default config, the files fixture, the benchmark profiles and
+    a perNamespace fleet."""
     from tests.synth_helpers import gen_config
 
     gen = gen_config()
     out: dict[str, Any] = {"default": REPO / "hyperpod.yaml", "files": REPO / "tests" / "fixtures" / "files.yaml"}
     for profile in gen.PROFILES:
         out[f"bench-{profile}"] = gen.config(3, profile)
+    # stackLayout perNamespace: the nested stacks' logical IDs (a moved manifest is deleted with kubectl delete)
+    out["fleet-heavy"] = gen.config(4, "heavy", namespace_count=2, layout="perNamespace")
     return out
 
 
