@@ -78,6 +78,16 @@ def _set_endpoint_status(status: str, failure_reason: str | None = None, name: s
     endpoint.failure_reason = failure_reason
 
 
+def _record_invokes() -> list[dict]:
+    """The parameters of every InvokeEndpoint call the handler makes from now on (boto3's default session)."""
+    sent: list[dict] = []
+    boto3.setup_default_session(region_name=REGION)
+    boto3.DEFAULT_SESSION.events.register(
+        "before-parameter-build.sagemaker-runtime.InvokeEndpoint", lambda params, **_: sent.append(dict(params))
+    )
+    return sent
+
+
 def _queue_invoke_result(body, content_type: str = "application/json") -> None:
     sagemakerruntime_backends[DEFAULT_ACCOUNT_ID][REGION].results_queue.append((body, content_type, "AllTraffic", ""))
 
@@ -174,11 +184,7 @@ def test_a_resource_without_content_type_and_flags_gets_the_defaults_the_constru
 
     _create_endpoint()
     _queue_invoke_result('{"generated_text": "hi"}')
-    sent = []
-    boto3.setup_default_session(region_name=REGION)
-    boto3.DEFAULT_SESSION.events.register(
-        "before-parameter-build.sagemaker-runtime.InvokeEndpoint", lambda params, **_: sent.append(dict(params))
-    )
+    sent = _record_invokes()
     event = _event()
     for key in ("ContentType", "FailDeployment", "ShowResponse"):
         event["ResourceProperties"].pop(key, None)
@@ -194,11 +200,7 @@ def test_in_service_endpoint_is_invoked_with_the_payload_and_reports_latency_and
     # GIVEN an InService endpoint that answers a JSON body, verified with ShowResponse "true"
     _create_endpoint()
     _queue_invoke_result('{"generated_text": "Amazon SageMaker is a managed ML service."}')
-    sent = []
-    boto3.setup_default_session(region_name=REGION)
-    boto3.DEFAULT_SESSION.events.register(
-        "before-parameter-build.sagemaker-runtime.InvokeEndpoint", lambda params, **_: sent.append(dict(params))
-    )
+    sent = _record_invokes()
     # WHEN is_complete runs
     result = handler.is_complete(_event(ShowResponse="true"), None)
     # THEN the payload and content type were sent, and the verification succeeded with its measurements
