@@ -14,6 +14,7 @@ lists exactly the endpoints verified through it.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,19 +59,20 @@ _WAITER_LOGS_ACK = "AwsSolutions::AwsSolutions-SF1"
 _WAITER_XRAY_ACK = "AwsSolutions::AwsSolutions-SF2"
 
 
-_SECONDS: dict[int, tuple[Duration, int]] = {}
+#: Seconds per Duration object, for as long as the object lives (each reading is a call into the CDK runtime).
+_SECONDS: weakref.WeakKeyDictionary[Duration, int] = weakref.WeakKeyDictionary()
 
 
 def _seconds(value: Duration) -> int:
-    """``value`` in whole seconds (remembered per Duration object: each reading is a call into the CDK runtime)."""
-    known = _SECONDS.get(id(value))
-    if known is None or known[0] is not value:
-        known = _SECONDS[id(value)] = (value, int(value.to_seconds()))
-    return known[1]
+    """``value`` in whole seconds."""
+    known = _SECONDS.get(value)
+    if known is None:
+        known = _SECONDS[value] = int(value.to_seconds())
+    return known
 
 
-#: (stack, provider id) -> provider: a fleet asks for its stack's provider once per endpoint.
-_PROVIDERS: dict[tuple[Stack, str], EndpointVerificationProvider] = {}
+#: stack -> provider id -> provider, for as long as the stack lives: a fleet asks for it once per endpoint.
+_PROVIDERS: weakref.WeakKeyDictionary[Stack, dict[str, EndpointVerificationProvider]] = weakref.WeakKeyDictionary()
 
 
 class EndpointVerificationProvider(Construct):
@@ -122,17 +124,17 @@ class EndpointVerificationProvider(Construct):
         """The stack's provider for this timeout and query interval, created on first use."""
         stack = Stack.of(scope)
         provider_id = f"EndpointVerificationProvider{_seconds(timeout)}s{_seconds(query_interval)}s"
-        known = _PROVIDERS.get((stack, provider_id))
+        providers = _PROVIDERS.setdefault(stack, {})
+        known = providers.get(provider_id)
         if known is not None:
             return known
         existing = stack.node.try_find_child(provider_id)
         if existing is not None:
             if not isinstance(existing, EndpointVerificationProvider):
                 raise ValueError(f"construct id {provider_id!r} is taken in stack {stack.node.path}")
-            _PROVIDERS[(stack, provider_id)] = existing
+            providers[provider_id] = existing
             return existing
-        provider = _PROVIDERS[(stack, provider_id)] = cls(stack, provider_id, timeout=timeout,
-                                                          query_interval=query_interval)
+        provider = providers[provider_id] = cls(stack, provider_id, timeout=timeout, query_interval=query_interval)
         return provider
 
     @property
