@@ -120,8 +120,7 @@ class ManifestDelivery:
             first.append(self.operator_unit.resource)
         if first:
             resource.node.add_dependency(*first)  # one call into the CDK runtime, whatever the count
-        if not self._acknowledged_provider:
-            self._acknowledge_provider()
+        self._acknowledge_provider()
         return unit
 
     def _cluster_for(self, scope: Construct) -> eks.ICluster:
@@ -136,20 +135,17 @@ class ManifestDelivery:
         return known
 
     def _cluster_view(self, scope: Construct) -> eks.ICluster:
-        assert self.cluster is not None
-        cluster_stack = cdk.Stack.of(self.cluster)
-        if cdk.Stack.of(scope) is cluster_stack or isinstance(self.cluster, eks.Cluster) \
-                or self.cluster.kubectl_provider is not None:
-            return self.cluster
         c = self.cluster
+        assert c is not None
+        cluster_stack, stack = cdk.Stack.of(c), cdk.Stack.of(scope)
+        if stack is cluster_stack or isinstance(c, eks.Cluster) or c.kubectl_provider is not None:
+            return c
+        role_arn = c.kubectl_role.role_arn if c.kubectl_role is not None else None
         if self._shared_cluster is None:
             self._provider = eks.KubectlProvider.get_or_create(cluster_stack, c)
             self._shared_cluster = eks.Cluster.from_cluster_attributes(
                 cluster_stack, f"{cdk.Names.node_unique_id(c.node)}-SharedKubectlProvider", cluster_name=c.cluster_name,
-                kubectl_provider=self._provider,
-                kubectl_role_arn=c.kubectl_role.role_arn if c.kubectl_role is not None else None)
-        stack = cdk.Stack.of(scope)
-        role_arn = c.kubectl_role.role_arn if c.kubectl_role is not None else None
+                kubectl_provider=self._provider, kubectl_role_arn=role_arn)
         if not isinstance(stack, cdk.NestedStack) or role_arn is None or is_unresolved(role_arn):
             return self._shared_cluster
         # A nested stack gets the provider's function through one parameter of a short name: every manifest there
