@@ -79,9 +79,6 @@ class InferenceEndpoint:
     verification: EndpointVerification | None = None
 
 
-def _unresolved(value: Any) -> bool:
-    return isinstance(value, str) and is_unresolved(value)
-
 
 class HyperPodInference(Construct):
     """Everything HyperPod inference needs on an existing cluster, from one validated config, in your stack.
@@ -139,7 +136,7 @@ class HyperPodInference(Construct):
         self._capture_props = (capture_bucket, capture_key)
         self._domain_props = (hosted_zone, certificate)
         self._files = config.manifests.delivery == "files"
-        self.partition = partition_of_region(self.region) if not _unresolved(self.region) else cdk.Aws.PARTITION
+        self.partition = partition_of_region(self.region) if not is_unresolved(self.region) else cdk.Aws.PARTITION
         self.delivery = ManifestDelivery(cluster if not self._files else None)
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._added: list[Endpoint] = []
@@ -177,7 +174,7 @@ class HyperPodInference(Construct):
                         execution_role: iam.IRole | None) -> None:
         problems: list[str] = []
         stack = self.stack
-        if _unresolved(stack.account) or _unresolved(stack.region):
+        if is_unresolved(stack.account) or is_unresolved(stack.region):
             problems.append("the enclosing stack needs a literal env (account and region): IRSA trust conditions "
                             "and physical names are exact")
         elif config.env is not None and (config.env.account, config.env.region) != (stack.account, stack.region):
@@ -186,7 +183,7 @@ class HyperPodInference(Construct):
         if config.manifests.delivery == "kubectl" and cluster is None:
             problems.append("cluster: required with manifests.delivery: kubectl (the cluster whose kubectl provider "
                             "applies the manifests)")
-        if cluster is not None and config.cluster.eks_cluster_name and not _unresolved(cluster.cluster_name) \
+        if cluster is not None and config.cluster.eks_cluster_name and not is_unresolved(cluster.cluster_name) \
                 and cluster.cluster_name != config.cluster.eks_cluster_name:
             problems.append(f"cluster: named {cluster.cluster_name!r}, but cluster.eksClusterName is "
                             f"{config.cluster.eks_cluster_name!r}")
@@ -195,7 +192,7 @@ class HyperPodInference(Construct):
                 problems.append("execution_role: only used with operator.install: existing (the library creates the "
                                 "role for addon and chart)")
             name = execution_role.role_name
-            if not _unresolved(name) and not name.startswith(EXECUTION_ROLE_NAME_PREFIX):
+            if not is_unresolved(name) and not name.startswith(EXECUTION_ROLE_NAME_PREFIX):
                 problems.append(f"execution_role: the role name must start with {EXECUTION_ROLE_NAME_PREFIX} (the "
                                 f"managed policy only passes such roles), got {name!r}")
         if problems:
@@ -216,7 +213,7 @@ class HyperPodInference(Construct):
                 arn = None
         if arn is None:
             raise ValueError("cluster.oidcProviderArn: required (the cluster object carries no OIDC provider)")
-        if _unresolved(arn):
+        if is_unresolved(arn):
             raise ValueError("cluster.oidcProviderArn: the cluster object's OIDC provider ARN is a deploy-time token; "
                              "give the literal ARN in the config so IRSA trust conditions stay exact")
         return arn
@@ -414,7 +411,7 @@ class HyperPodInference(Construct):
         if not self._files or role.node.default_child is None:
             return role.role_arn
         name = role.node.default_child.role_name
-        if not isinstance(name, str) or _unresolved(name):
+        if not isinstance(name, str) or is_unresolved(name):
             return role.role_arn
         return f"arn:{self.partition}:iam::{self.account}:role/{name}"
 

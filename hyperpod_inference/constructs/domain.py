@@ -49,9 +49,6 @@ def delegation_instructions(zone_name: str) -> str:
     )
 
 
-def _is_token(value: object) -> bool:
-    return isinstance(value, str) and is_unresolved(value)
-
 
 class CustomDomain(Construct):
     """A hosted zone and an ACM certificate for the endpoints' custom domain names, created or imported.
@@ -202,7 +199,7 @@ class CustomDomain(Construct):
         problems = []
         if zone is not None and hosted_zone_id is not None:
             problems.append("zone and hosted_zone_id: give one")
-        if zone is not None and not _is_token(zone.zone_name) and not _is_token(zone_name) \
+        if zone is not None and not is_unresolved(zone.zone_name) and not is_unresolved(zone_name) \
                 and zone.zone_name.rstrip(".") != zone_name:
             problems.append(f"zone: its name is {zone.zone_name!r}, not zone_name {zone_name!r}")
         if certificate is not None and certificate_arn is not None:
@@ -216,7 +213,7 @@ class CustomDomain(Construct):
     def _validate(self, zone_name: str, domain_names: list[str], hosted_zone_id: str | None,
                   certificate_arn: str | None, wildcard: bool | None) -> None:
         problems: list[str] = []
-        zone_known = not _is_token(zone_name)
+        zone_known = not is_unresolved(zone_name)
         if zone_known:
             problem = rules.domain_name_problem(zone_name)
             if problem:
@@ -226,7 +223,7 @@ class CustomDomain(Construct):
             problems.append("domain_names: at least one domain name is required")
         seen: dict[str, int] = {}
         for i, name in enumerate(domain_names):
-            if _is_token(name):
+            if is_unresolved(name):
                 continue
             prop = f"domain_names[{i}]"
             problem = rules.domain_name_problem(name)
@@ -240,7 +237,7 @@ class CustomDomain(Construct):
             else:
                 seen[name] = i
 
-        if hosted_zone_id is not None and not _is_token(hosted_zone_id):
+        if hosted_zone_id is not None and not is_unresolved(hosted_zone_id):
             problem = rules.hosted_zone_id_problem(hosted_zone_id)
             if problem:
                 problems.append(f"hosted_zone_id: {problem} (got {hosted_zone_id!r})")
@@ -249,7 +246,7 @@ class CustomDomain(Construct):
             if wildcard is not None:
                 problems.append("wildcard: only applies to an issued certificate; leave it unset when "
                                 "certificate_arn imports one")
-            if not _is_token(certificate_arn):
+            if not is_unresolved(certificate_arn):
                 region = Stack.of(self).region
                 problem = rules.acm_certificate_arn_problem(certificate_arn)
                 if problem is None and not is_unresolved(region):
