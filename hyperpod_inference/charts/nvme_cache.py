@@ -2,8 +2,8 @@
 and the pieces of the custom resource (hostPath volumes and the cold-cache fallback init container).
 
 The agent (``hyperpod_inference/nvme_agent``) reaches the pods as an immutable ConfigMap named by its content hash,
-built from the package at synth time: the package's files without docstrings or comments, as one zlib-compressed
-JSON object. It runs in the endpoint's runtime image (already on the node) unless ``weightCache.agentImage`` names
+built from the package at synth time: the package's files without docstrings or comments, in one zlib-compressed
+Python program that imports them as the ``nvme_agent`` package (:func:`bundle_of`). It runs in the endpoint's runtime image (already on the node) unless ``weightCache.agentImage`` names
 another one, through a short inline ``python3 -c`` bootstrap in the pod spec that hashes the mounted bundle, runs the
 agent only when the hash is the one the pod spec names, and imports the agent from the bytes it hashed.
 """
