@@ -28,12 +28,12 @@ from constructs import Construct
 
 from ..config.models import Endpoint
 from ..nvme_agent import agent_source_files, model_relative_dir
+from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, TOKEN_DIR
 from .endpoint import MANAGED_BY, SecretRef
 from .runtimes import PRESETS
 
 AGENT_MOUNT = "/opt/nvme-agent"  # the code ConfigMap's mount: <AGENT_MOUNT>/<AGENT_BUNDLE>
 AGENT_BUNDLE = "agent.z"
-CACHE_MOUNT = "/cache"  # the cache root inside agent containers
 USAGE_MOUNT = "/usage"  # <hostPath>/.usage: every root's usage record, read when the free-space goal fails
 USAGE_DIR = ".usage"
 PARENT_MOUNT = "/cache-parent"  # <hostPath> itself: only the warm DaemonSet's evict-legacy init container
@@ -48,7 +48,7 @@ FSX_SOURCE_VOLUME = "nvme-fsx-source"
 AGENT_CODE_CONFIGMAP = "nvme-agent-code"  # default name prefix; one per namespace and code hash
 EXIT_CODE_MISMATCH = 6
 TOKEN_VOLUME = "nvme-hf-token"
-TOKEN_MOUNT = "/var/run/secrets/hf-token"
+TOKEN_MOUNT = TOKEN_DIR  # the agent reads <TOKEN_MOUNT>/token by default: its containers carry no env for it
 
 # The agent writes into a root-owned host directory (the instance-store mount), so it runs as UID 0; it gets no
 # capabilities, no privilege escalation and a read-only root filesystem: the hostPath is all it needs.
@@ -61,6 +61,8 @@ _AGENT_SECURITY_CONTEXT = {
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 LEASE_HOLDER = "@hostname"  # the agent takes the host name: a pod's name
+READY_FILE = "/tmp/ready"  # the lease sidecar's: the model is complete (in the agent's emptyDir, new with each pod)
+READY_WAIT_SECONDS = 86_400  # the sidecar's startup probe gives a cold download a day before the kubelet restarts it
 _AGENT_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
 
 
@@ -123,15 +125,6 @@ def agent_image(endpoint: Endpoint, region: str) -> str:
     return PRESETS[endpoint.effective_runtime or "vllm"].image(region)
 
 
-def _agent_env(token: SecretRef | None) -> dict[str, Any]:
-    """The agent container's ``env`` (none without a token: the agent defaults huggingface_hub's home under /tmp and
-    turns its telemetry off itself)."""
-    if token is None:
-        return {}
-    # The token is a file (huggingface_hub reads HF_TOKEN_PATH), never an environment variable.
-    return {"env": [{"name": "HF_TOKEN_PATH", "value": f"{TOKEN_MOUNT}/token"}]}
-
-
 def _token_volume(token: SecretRef | None) -> list[dict[str, Any]]:
     if token is None:
         return []
@@ -152,9 +145,11 @@ class NvmeCachePlan:
     ``code_configmap_prefix`` names the agent code ConfigMap (``<prefix>-<code hash>``; give it the stack's name so
     two stacks never share one); ``share_across_namespaces`` puts every namespace's models in one cache root
     (``weightCache.hostPath``) instead of ``<hostPath>/<namespace>``. The init container leases the model under the
-    pod's name; ``lease_sidecar`` adds a native sidecar (``restartPolicy: Always``, Kubernetes 1.29+) that keeps the
-    lease fresh for the pod's life (off by default: where the field does not reach the pod, the sidecar would be a
-    plain init container that never ends)."""
+    pod's name; with ``lease_sidecar`` (the default) that container is a native sidecar (``restartPolicy: Always``
+    and a startup probe, Kubernetes 1.29+): the model server starts once the model is complete, and the agent keeps
+    the lease fresh for the pod's life. Off: a plain init container, whose lease lasts its TTL after the pod starts
+    (where ``restartPolicy`` does not reach the pod, Kubernetes refuses the startup probe of a plain init
+    container, so the pod is never created: turn it off there)."""
 
     endpoint: Endpoint
     region: str
@@ -162,7 +157,7 @@ class NvmeCachePlan:
     service_account_name: str | None
     code_configmap_prefix: str = AGENT_CODE_CONFIGMAP
     share_across_namespaces: bool = False
-    lease_sidecar: bool = False
+    lease_sidecar: bool = True
     #: Keeps the warm DaemonSets of different stacks (nested stacks of one namespace) apart: part of their names.
     group_scope: str = ""
 
@@ -213,7 +208,9 @@ class NvmeCachePlan:
             "namespace": ep.namespace, "scope": self.group_scope, "image": agent_image(ep, self.region),
             "placement": _placement(ep), "tolerations": _tolerations(ep), "root": self.host_root,
             "token": [self.token.name, self.token.key] if self.token else None,
-            "serviceAccount": self.service_account_name, "sources": _source_mounts(ep), "args": self.min_free_args(),
+            "serviceAccount": self.service_account_name, "sources": _source_mounts(ep),
+            # the watermark as it was spelled when the key was first written, so the names never move
+            "args": ["--min-free-percent", str(ep.weight_cache.min_free_percent)],
         }, sort_keys=True)
 
     @property
@@ -231,7 +228,8 @@ class NvmeCachePlan:
         return agent_code_configmap_name(self.code_configmap_prefix)
 
     def min_free_args(self) -> list[str]:
-        return ["--min-free-percent", str(self.endpoint.weight_cache.min_free_percent)]
+        percent = self.endpoint.weight_cache.min_free_percent
+        return [] if percent == DEFAULT_MIN_FREE_PERCENT else ["--min-free-percent", str(percent)]
 
     # ---- custom resource pieces ----------------------------------------------------------------------------
     def volumes(self) -> tuple[dict[str, Any], ...]:
@@ -247,7 +245,8 @@ class NvmeCachePlan:
 
     def init_containers(self) -> tuple[dict[str, Any], ...]:
         """Cold-cache fallback: cache hit -> exits at once; miss -> downloads into the node cache, then exits; either
-        way it leases the model under the pod's name (and, with ``lease_sidecar``, a sidecar keeps the lease)."""
+        way it leases the model under the pod's name (with ``lease_sidecar``, it then stays as a native sidecar that
+        keeps the lease)."""
         model = json.dumps(self.spec, sort_keys=True, separators=(",", ":"))
         mounts = [
             {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
@@ -257,27 +256,23 @@ class NvmeCachePlan:
             "name": "nvme-cache-fill",
             "image": agent_image(self.endpoint, self.region),
             # ensure leases the model under the pod's name (its host name) by default
-            "command": agent_command("ensure", "--cache-root", CACHE_MOUNT, "--model", model,
+            "command": agent_command("ensure", "--model", model,
                                      *self.min_free_args(), *self.usage_args()),
-            **_agent_env(self.token),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
             "volumeMounts": [*self.cache_mounts(), *mounts, *_source_mounts(self.endpoint)[1],
                              *_token_mount(self.token)],
         }
-        if not self.lease_sidecar:
-            return (fill,)
-        lease = {
-            "name": "nvme-cache-lease",
-            "image": fill["image"],
-            "restartPolicy": "Always",
-            "command": agent_command("lease", "--cache-root", CACHE_MOUNT, "--model", model,
-                                     "--holder", LEASE_HOLDER, "--interval", "60"),
-            "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}},
-            "securityContext": _AGENT_SECURITY_CONTEXT,
-            "volumeMounts": [*self.cache_mounts(usage=False), *mounts],
-        }
-        return (fill, lease)
+        if self.lease_sidecar:
+            # a native sidecar: the kubelet starts the model server once the startup probe finds the ready file
+            # (the model is complete), and the agent keeps the pod's lease fresh until the pod ends. The probe runs
+            # the file (a Python comment) with the python3 the agent needs anyway: it exits 0 iff the file exists,
+            # in any image the agent runs in (`test` may be missing from a slim one).
+            fill["command"] += ["--hold", READY_FILE]
+            fill["restartPolicy"] = "Always"
+            fill["startupProbe"] = {"exec": {"command": ["python3", READY_FILE]}, "periodSeconds": 1,
+                                    "failureThreshold": READY_WAIT_SECONDS}
+        return (fill,)
 
 
 
@@ -322,13 +317,12 @@ class NvmeCache(Construct):
             data={MODELS_FILE: json.dumps(models, indent=1, sort_keys=True)})
 
         models_path = f"/etc/nvme-agent/{MODELS_FILE}"
-        common = ["--cache-root", CACHE_MOUNT, "--models-file", models_path]
+        common = ["--models-file", models_path]
         container = {
             "name": "warm",
             "image": agent_image(ep, first.region),
             "command": agent_command("warm", *common, "--interval", "300", *first.min_free_args(),
                                      *first.usage_args()),
-            **_agent_env(first.token),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
             "readinessProbe": {"exec": {"command": agent_command("check", *common)},
@@ -497,7 +491,7 @@ def agent_code_configmap_name(prefix: str = AGENT_CODE_CONFIGMAP) -> str:
 BOOTSTRAP = "\n".join([
     "import hashlib,sys,zlib",
     "d=open(sys.argv[2],'rb').read()",
-    "if hashlib.sha256(d).hexdigest()!=sys.argv[1]:print('nvme-agent: code hash mismatch, refusing to run',"
+    "if hashlib.sha256(d).hexdigest()!=sys.argv[1]:print('nvme-agent: code hash mismatch',"
     f"file=sys.stderr);sys.exit({EXIT_CODE_MISMATCH})",
     "exec(zlib.decompress(d))",
 ])

@@ -542,8 +542,8 @@ class WeightCache(Strict):
         "agent_image": NoCrd("the NVMe agent DaemonSet and init container image"),
         "min_free_percent": NoCrd("the NVMe agent's eviction threshold"),
         "share_across_namespaces": NoCrd("the NVMe agent's cache layout"),
-        "lease_sidecar": NoCrd("not verbatim: the library adds the NVMe agent's lease container to "
-                               "spec.kubernetes.initContainers"),
+        "lease_sidecar": NoCrd("not verbatim: the library makes the NVMe agent's init container in "
+                               "spec.kubernetes.initContainers a native sidecar"),
     }
     mode: Literal["off", "operator", "daemonset"] = "off"
     """off; operator (the operator's weights cache, v3.3); daemonset (the NVMe agent warms every GPU node, an init
@@ -560,9 +560,11 @@ class WeightCache(Strict):
     share_across_namespaces: bool = Field(
         default=False, description="daemonset: one cache root for every namespace instead of "
                                    "<hostPath>/<namespace>/ (warned: the namespaces' pods then mount each other's models)")
-    lease_sidecar: bool = False
-    """daemonset: a native sidecar (an init container with restartPolicy Always; Kubernetes 1.29+) keeps the pod's
-    lease on its model for the pod's whole life. Off: the init container's lease and the warm DaemonSet's keep it."""
+    lease_sidecar: bool = True
+    """daemonset: the agent's init container is a native sidecar (restartPolicy Always and a startup probe;
+    Kubernetes 1.29+) that keeps the pod's lease on its model for the pod's whole life. false: a plain init
+    container, whose lease lasts 600 s after the pod starts; the warm DaemonSet's lease keeps the model then. Turn it
+    off where restartPolicy does not reach the pod: Kubernetes refuses the startup probe of a plain init container."""
 
     _safe_host_path = field_validator("host_path")(_safe_host_path)
 

@@ -8,6 +8,7 @@ after eviction; 5 checksum verification failed (verify: corrupt, marker removed)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import json
@@ -19,7 +20,7 @@ import sys
 import time
 
 from . import cache, workers
-from .config import DEFAULT_LEASE_TTL, AgentConfig
+from .config import CACHE_MOUNT, DEFAULT_LEASE_TTL, DEFAULT_MIN_FREE_PERCENT, AgentConfig
 from .spec import SpecError, normalize_spec, required_modules
 
 log = logging.getLogger("nvme_agent")
@@ -62,9 +63,11 @@ def _options(args) -> AgentConfig:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--cache-root", required=True, help="cache root on the node-local NVMe (hostPath)")
+    common.add_argument("--cache-root", default=CACHE_MOUNT,
+                        help=f"cache root on the node-local NVMe (hostPath; default {CACHE_MOUNT})")
     common.add_argument("--min-free-bytes", type=int, default=0, help="keep at least this many bytes free")
-    common.add_argument("--min-free-percent", type=float, default=0.0, help="keep at least this %% of the disk free")
+    common.add_argument("--min-free-percent", type=float, default=DEFAULT_MIN_FREE_PERCENT,
+                        help=f"keep at least this %% of the disk free (default {DEFAULT_MIN_FREE_PERCENT:g})")
     common.add_argument("--lease-ttl", type=float, default=DEFAULT_LEASE_TTL,
                         help="seconds a lease stays active after its last touch (default 600)")
     common.add_argument("--concurrency", type=int, default=None,
@@ -93,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lease-holder", default=HOSTNAME_HOLDER,
                    help=f"also take a lease on the model under this name (default {HOSTNAME_HOLDER}: the host's, a "
                         "pod's name; '' for none)")
+    p.add_argument("--hold", metavar="READY_FILE", default=None,
+                   help="then write READY_FILE and keep the lease fresh every --interval until SIGTERM, which "
+                        "releases it (a native sidecar: its startup probe waits for READY_FILE)")
+    p.add_argument("--interval", type=float, default=60.0, help="with --hold: seconds between lease refreshes")
     p = sub.add_parser("warm", parents=[common], help="keep every model of a models file complete")
     p.add_argument("--models-file", required=True)
     p.add_argument("--interval", type=float, default=60.0, help="seconds between checks (default 60)")
@@ -117,6 +124,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _hold(final: str, holder: str, interval: float) -> int:
+    """Keep ``holder``'s lease on ``final`` fresh every ``interval`` seconds until SIGTERM, which releases it (the
+    pod ends: a native sidecar is stopped after the model server)."""
+    try:
+        while True:
+            if cache.is_complete(final):
+                cache.touch_lease(final, holder)
+            time.sleep(interval)
+    except SystemExit:
+        cache.release_lease(final, holder)
+        raise
+
+
 HOSTNAME_HOLDER = "@hostname"  # a pod's host name is its name (the lease holder of a pod)
 
 
@@ -138,11 +158,21 @@ def _run(args) -> int:
     if args.cmd == "ensure":
         # a hit needs none of the source's modules (importing botocore alone takes ~0.1 s of every pod start): they
         # are checked only when the model has to be downloaded
-        final = cache.ensure(root, _parse_model(args.model), opts, lease_holder=_holder(args.lease_holder),
+        holder = _holder(args.lease_holder)
+        if args.hold is not None:
+            if not holder:
+                raise cache.AgentError("--hold keeps a lease: give a --lease-holder")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(args.hold)  # a restarted sidecar is ready again only once the model is checked again
+        final = cache.ensure(root, _parse_model(args.model), opts, lease_holder=holder,
                              before_download=lambda spec: check_modules([spec]))
         cache.write_usage(root, opts)
         print(final, flush=True)
-        return EXIT_OK
+        if args.hold is None:
+            return EXIT_OK
+        with open(args.hold, "w") as fh:
+            fh.write(f"# ready: {final}\n")  # a Python comment: the startup probe runs it with python3
+        return _hold(final, holder, args.interval)
     if args.cmd == "check":
         specs, _ = cache.load_models_file(args.models_file)
         return EXIT_OK if cache.all_complete(root, specs) else EXIT_ERROR
@@ -156,17 +186,11 @@ def _run(args) -> int:
         if args.release:
             cache.release_lease(final, args.holder)
             return EXIT_OK
-        try:
-            while True:
-                if cache.is_complete(final):
-                    cache.touch_lease(final, args.holder)
-                if args.once:
-                    return EXIT_OK
-                time.sleep(args.interval)
-        except SystemExit:  # SIGTERM: the pod ends, and with it the lease (a native sidecar is stopped last)
-            if not args.once:
-                cache.release_lease(final, args.holder)
-            raise
+        if args.once:
+            if cache.is_complete(final):
+                cache.touch_lease(final, args.holder)
+            return EXIT_OK
+        return _hold(final, args.holder, args.interval)
     if args.cmd == "warm":
         # a loop for the pod's life: garbage collection back on (``__main__`` turns it off for the start-up), minus
         # the objects of the start-up, which live as long as the process

@@ -24,6 +24,13 @@ import re
 
 MiB = 1024 * 1024
 DEFAULT_LEASE_TTL = 600.0
+#: Where the library's pods mount what the agent reads, so their commands need not name it: the cache root
+#: (``--cache-root``'s default) and the Hugging Face token Secret (``<TOKEN_DIR>/token``, read unless
+#: ``HF_TOKEN`` or ``HF_TOKEN_PATH`` says otherwise).
+CACHE_MOUNT = "/cache"
+TOKEN_DIR = "/var/run/secrets/hf-token"
+#: ``--min-free-percent``'s default (``weightCache.minFreePercent``'s too).
+DEFAULT_MIN_FREE_PERCENT = 10.0
 
 
 def _flag(value: str | None, name: str) -> bool | None:

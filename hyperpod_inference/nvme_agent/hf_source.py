@@ -3,7 +3,8 @@
 Metadata: ``HfApi.model_info(files_metadata=True)`` at the requested revision gives the resolved commit sha and, per
 file, its size and either the LFS sha256 or the git blob id (sha1 of ``blob <size>\\0<content>``).
 Download: ``hf_hub_download(..., revision=<commit sha>, local_dir=...)`` per file, several files in parallel.
-The token comes from ``HF_TOKEN`` or the file named by ``HF_TOKEN_PATH``; the endpoint from ``HF_ENDPOINT``.
+The token comes from ``HF_TOKEN`` or the file named by ``HF_TOKEN_PATH`` (default: the library's token mount); the
+endpoint from ``HF_ENDPOINT``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shutil
 import tempfile
 
 from . import workers
+from .config import TOKEN_DIR
 from .source import Source
 
 # huggingface_hub reads these at import time: set them before the first import. Its home defaults under the
@@ -25,9 +27,10 @@ HF_METADATA_DIR = ".cache"  # huggingface_hub's bookkeeping inside local_dir; re
 
 
 def _token():
-    """The token from ``HF_TOKEN``, else from the file ``HF_TOKEN_PATH`` names (a mounted Secret); False = none."""
+    """The token from ``HF_TOKEN``, else from the file ``HF_TOKEN_PATH`` names (default ``<TOKEN_DIR>/token``, where
+    the library's pods mount the token Secret); False = none."""
     token = os.environ.get("HF_TOKEN")
-    path = os.environ.get("HF_TOKEN_PATH")
+    path = os.environ.get("HF_TOKEN_PATH") or f"{TOKEN_DIR}/token"
     if not token and path and os.path.isfile(path):
         with open(path, encoding="utf-8") as fh:
             token = fh.read().strip()

@@ -16,6 +16,8 @@ from hyperpod_inference.charts.nvme_cache import (
     AGENT_BUNDLE,
     AGENT_CODE_CONFIGMAP,
     BOOTSTRAP,
+    READY_FILE,
+    READY_WAIT_SECONDS,
     NvmeAgentCode,
     NvmeCache,
     NvmeCachePlan,
@@ -28,6 +30,7 @@ from hyperpod_inference.charts.nvme_cache import (
 )
 from hyperpod_inference.config import parse_config
 from hyperpod_inference.nvme_agent import agent_source_files, model_relative_dir
+from hyperpod_inference.nvme_agent.config import TOKEN_DIR
 from tests.k8s_validation import k8s_errors
 from tests.synth_helpers import DEFAULT_CONFIG
 
@@ -99,7 +102,7 @@ def test_the_pods_run_the_agent_through_the_bootstrap_pinned_to_the_code_hash():
         assert {"name": "nvme-agent-code", "mountPath": "/opt/nvme-agent", "readOnly": True} in mounts
     # AND the agent leaves the runtime image's allocator settings alone
     for container in (init, warm["containers"][0]):
-        assert not {"PYTHONMALLOC", "GLIBC_TUNABLES", "PYTHONPATH"} & {e["name"] for e in container["env"]}
+        assert not {"PYTHONMALLOC", "GLIBC_TUNABLES", "PYTHONPATH"} & {e["name"] for e in container.get("env", ())}
     # AND the bootstrap is short: it is in every agent container's command (the loader is in the hashed bundle)
     assert len(BOOTSTRAP) < 300
 
@@ -135,7 +138,7 @@ def test_each_namespace_gets_its_own_cache_root_unless_shared():
     (fill,) = shared.init_containers()
     assert [m for m in fill["volumeMounts"] if m["mountPath"] == "/cache"] == [
         {"name": "nvme-cache-root", "mountPath": "/cache"}]
-    assert fill["command"][-1] == "_shared"
+    assert fill["command"][fill["command"].index("--root-name") + 1] == "_shared"
     assert "initContainers" not in synth(shared)["DaemonSet"]["spec"]["template"]["spec"]
 
 
@@ -207,7 +210,9 @@ def test_worker_volume_is_the_models_directory_and_token_reaches_agents_only():
                                         "type": "DirectoryOrCreate"}
     pod = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/hf-token/token"} in container["env"]
+    # the agent reads the token from its default path, the Secret's mount: no variable names it
+    assert {"name": "nvme-hf-token", "mountPath": TOKEN_DIR, "readOnly": True} in container["volumeMounts"]
+    assert "env" not in container
     assert {"name": "nvme-hf-token", "secret": {"secretName": "hf-token", "defaultMode": 0o400}} in pod["volumes"]
     # AND a Secret whose key is not `token` is projected to the same file
     other = plan_for(token=SecretRef("my-secret", "hf"))
@@ -225,29 +230,53 @@ def test_s3_model_runs_the_daemonset_with_the_model_reader_service_account():
 
 
 def test_the_init_container_leases_the_model_under_the_pods_name():
-    # GIVEN an endpoint's plan (no sidecar by default)
-    plan = plan_for()
+    # GIVEN an endpoint's plan without the lease sidecar
+    plan = plan_for(lease_sidecar=False)
     (init,) = plan.init_containers()
 
     # THEN ensure takes a lease named after the pod (its host name): its default, so the command names no holder
     assert init["command"][5] == "ensure" and "--lease-holder" not in init["command"]
+    # AND it is a plain init container: it ends, and nothing keeps the lease after its TTL
+    assert "restartPolicy" not in init and "startupProbe" not in init and "--hold" not in init["command"]
 
 
-def test_the_lease_sidecar_is_a_native_sidecar_refreshing_the_pods_lease():
-    # GIVEN a plan with the lease sidecar
-    plan = plan_for(lease_sidecar=True)
-    fill, lease = plan.init_containers()
+def test_by_default_the_init_container_is_a_native_sidecar_holding_the_pods_lease():
+    # GIVEN an endpoint's plan (the lease sidecar is the default)
+    plan = plan_for()
+    (fill,) = plan.init_containers()
 
-    # THEN after the fill container comes a native sidecar (restartPolicy: Always) running `lease` for the pod
-    assert fill["name"] == "nvme-cache-fill"
-    assert lease["restartPolicy"] == "Always"
-    assert lease["command"][5] == "lease"
-    assert lease["command"][lease["command"].index("--holder") + 1] == "@hostname"
-    assert lease["command"][lease["command"].index("--model") + 1] == json.dumps(plan.spec, sort_keys=True,
-                                                                                   separators=(",", ":"))
+    # THEN the one agent container is a native sidecar (restartPolicy: Always) running `ensure --hold`: it fetches
+    # the model, then keeps the pod's lease (@hostname, ensure's default holder) until the pod ends
+    assert fill["name"] == "nvme-cache-fill" and fill["restartPolicy"] == "Always"
+    command = fill["command"]
+    assert command[5] == "ensure" and command[command.index("--hold") + 1] == READY_FILE
+    assert "--lease-holder" not in command
+    # AND the model server starts only once its startup probe finds the ready file, run with the agent's python3
+    assert fill["startupProbe"] == {"exec": {"command": ["python3", READY_FILE]}, "periodSeconds": 1,
+                                    "failureThreshold": READY_WAIT_SECONDS}
+    # AND the ready file is in the pod's own emptyDir (new with each pod), not on the node
+    tmp = next(m for m in fill["volumeMounts"] if READY_FILE.startswith(m["mountPath"] + "/"))
+    assert next(v for v in plan.volumes() if v["name"] == tmp["name"]) == {"name": tmp["name"], "emptyDir": {}}
     # AND a pod with these init containers and volumes is valid on Kubernetes 1.29 (native sidecars' floor)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "inference"},
-           "spec": {"containers": [{"name": "model", "image": "img"}], "initContainers": [fill, lease],
+           "spec": {"containers": [{"name": "model", "image": "img"}], "initContainers": [fill],
                     "volumes": list(plan.volumes())}}
     assert k8s_errors(pod, "1.29") == []
 
+
+def test_the_watermark_is_named_only_when_it_differs_from_the_agents_default():
+    # GIVEN the config's default watermark, which is the agent's (so the command can leave it out)
+    from hyperpod_inference.config.models import WeightCache
+    from hyperpod_inference.nvme_agent.config import DEFAULT_MIN_FREE_PERCENT
+
+    assert WeightCache().min_free_percent == DEFAULT_MIN_FREE_PERCENT
+    (fill,) = plan_for().init_containers()
+    assert "--min-free-percent" not in fill["command"]
+    # WHEN an endpoint keeps 25 % free THEN its init container and its warm DaemonSet say so
+    data = copy.deepcopy(BASE)
+    data["endpoints"][0]["weightCache"]["minFreePercent"] = 25
+    plan = NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", TOKEN, None)
+    (fill,) = plan.init_containers()
+    warm = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
+    for command in (fill["command"], warm["command"]):
+        assert command[command.index("--min-free-percent") + 1] == "25"

@@ -1,5 +1,6 @@
-"""Leases at the protocol level: the init container leases the model under the pod's name, a sidecar keeps the lease
-fresh while the pod lives and releases it when the pod ends; eviction skips leased models."""
+"""Leases at the protocol level: the init container leases the model under the pod's name; as a native sidecar
+(``ensure --hold``) it then keeps the lease fresh while the pod lives and releases it when the pod ends; eviction skips
+leased models."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 from hyperpod_inference.nvme_agent import cache
@@ -28,23 +30,29 @@ def age(path, seconds):
 
 def test_a_model_leased_by_a_pod_is_not_evicted_while_its_sidecar_refreshes_it_and_is_once_the_pod_ends(
         tmp_path, monkeypatch):
-    # GIVEN a model the init container fetched and leased under its pod's name, and an older unleased model
+    # GIVEN an older unleased model, and a pod whose native sidecar (ensure --hold) fetched its model, leased it
+    # under the pod's name and said so in its ready file (which a stale one from an earlier start does not fake)
     root = tmp_path / "nvme"
     served, other = local_model(tmp_path, "served"), local_model(tmp_path, "other")
-    lease = ("--cache-root", root, "--model", json.dumps(served))
-    result = run_agent("ensure", *lease, "--lease-holder", "pod-1")
-    assert result.returncode == 0, result.stderr
-    final = result.stdout.strip()
     cache.ensure(str(root), other)
-    for model in (served, other):
-        with open(os.path.join(cache.model_dir(str(root), model), cache.LAST_USED), "w") as fh:
-            fh.write("1")
-    # AND the pod has run longer than the lease TTL, its sidecar refreshing the lease every interval
-    age(os.path.join(final, cache.LEASES, "pod-1"), 3600)
-    sidecar = subprocess.Popen(agent_cmd("lease", *lease, "--holder", "pod-1", "--interval", "0.1"),
-                               env=agent_env(), stderr=subprocess.PIPE, text=True)
+    ready = tmp_path / "ready"
+    ready.write_text("# stale\n")
+    sidecar = subprocess.Popen(agent_cmd("ensure", "--cache-root", root, "--model", json.dumps(served),
+                                         "--lease-holder", "pod-1", "--hold", ready, "--interval", "0.1"),
+                               env=agent_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        final = cache.model_dir(str(root), served)
         deadline = time.monotonic() + 20
+        while not (ready.exists() and ready.read_text() != "# stale\n") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.read_text() == f"# ready: {final}\n" and cache.is_complete(final)
+        # (the startup probe runs the file with python3: it passes once the file is there)
+        assert subprocess.run([sys.executable, str(ready)], timeout=30).returncode == 0
+        for model in (served, other):
+            with open(os.path.join(cache.model_dir(str(root), model), cache.LAST_USED), "w") as fh:
+                fh.write("1")
+        # AND the pod has run longer than the lease TTL, the sidecar refreshing the lease every interval
+        age(os.path.join(final, cache.LEASES, "pod-1"), 3600)
         while cache.active_leases(final, 600) != ["pod-1"] and time.monotonic() < deadline:
             time.sleep(0.05)
 
@@ -62,6 +70,7 @@ def test_a_model_leased_by_a_pod_is_not_evicted_while_its_sidecar_refreshes_it_a
     finally:
         if sidecar.poll() is None:
             sidecar.kill()
+        sidecar.stdout.close()
         sidecar.stderr.close()
 
     # THEN its lease is gone, and the model is evicted for the next one that needs the space
@@ -88,3 +97,22 @@ def test_the_hostname_holder_is_the_hosts_name_and_the_default(tmp_path):
     assert result.returncode == 0, result.stderr
     assert cache.active_leases(result.stdout.strip(), 600) == []
 
+
+
+def test_a_sidecar_whose_model_cannot_be_fetched_is_never_ready(tmp_path):
+    # GIVEN a ready file left by an earlier start of the sidecar, and a model whose source does not exist
+    ready = tmp_path / "ready"
+    ready.write_text("# ready: earlier\n")
+    spec = {"source": "local", "path": str(tmp_path / "missing")}
+    # WHEN the sidecar starts again
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec), "--hold", ready)
+    # THEN it fails and the startup probe's file is gone (the model server does not start on a missing model)
+    assert result.returncode != 0
+    assert not ready.exists()
+
+
+def test_hold_needs_a_lease_holder(tmp_path):
+    # GIVEN --hold without a holder WHEN it runs THEN it refuses, naming the flag
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model",
+                       json.dumps(local_model(tmp_path, "m")), "--lease-holder", "", "--hold", tmp_path / "ready")
+    assert result.returncode != 0 and "--lease-holder" in result.stderr

@@ -76,7 +76,7 @@ def test_a_code_hash_mismatch_refuses_to_run(tmp_path):
 
     # THEN it refuses with exit code 6, naming the mismatch; none of the mounted code ran
     assert result.returncode == 6
-    assert "code hash mismatch, refusing to run" in result.stderr
+    assert "nvme-agent: code hash mismatch" in result.stderr
     assert not marker.exists() and not (tmp_path / "nvme").exists()
     # AND the same bundle runs when the spec names its hash (the marker shows its code is what runs)
     ok = bootstrap(bundle, hashlib.sha256(bundle.read_bytes()).hexdigest(), "check", "--cache-root",

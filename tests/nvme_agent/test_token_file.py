@@ -31,3 +31,21 @@ def test_missing_token_file_means_no_token(hub, hf_env, tmp_path):
     result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec_of(repo)), env=env)
     assert result.returncode == 1
     assert not list((tmp_path / "nvme").rglob(".complete"))
+
+
+def test_without_a_variable_the_token_is_read_from_the_library_s_mount(tmp_path, monkeypatch):
+    # GIVEN no HF_TOKEN / HF_TOKEN_PATH, and the token Secret mounted at the agent's TOKEN_DIR (the library's pods
+    # mount it there and set no variable)
+    from hyperpod_inference.nvme_agent import hf_source
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HF_TOKEN_PATH", raising=False)
+    monkeypatch.setattr(hf_source, "TOKEN_DIR", str(tmp_path))
+    # WHEN nothing is mounted THEN there is no token
+    assert hf_source._token() is False
+    # WHEN the Secret's file is there THEN it is the token
+    (tmp_path / "token").write_text("hf_secret\n")
+    assert hf_source._token() == "hf_secret"
+    # AND a variable still wins
+    monkeypatch.setenv("HF_TOKEN_PATH", str(tmp_path / "absent"))
+    assert hf_source._token() is False

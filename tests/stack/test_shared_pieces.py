@@ -127,17 +127,18 @@ def test_an_endpoint_added_after_synth_is_refused(tmp_path: Path) -> None:
         stack.inference.add_endpoint(late)
 
 
-def test_lease_sidecar_in_the_config_gives_each_pod_a_native_sidecar(tmp_path: Path) -> None:
-    # GIVEN weightCache.leaseSidecar on the first endpoint only
+def test_lease_sidecar_in_the_config_gives_each_pod_a_native_sidecar_unless_turned_off(tmp_path: Path) -> None:
+    # GIVEN two endpoints, the second with weightCache.leaseSidecar: false
     from tests.k8s_validation import crd_errors
 
     cfg = _config(2)
-    cfg["endpoints"][0]["weightCache"]["leaseSidecar"] = True
+    cfg["endpoints"][1]["weightCache"]["leaseSidecar"] = False
     synth = synth_config(cfg, tmp_path, nag=False)
     crs = {cr["metadata"]["name"]: cr for cr in synth.custom_resources()}
-    # THEN its custom resource's init containers end with the lease sidecar (restartPolicy Always), strictly valid
-    names = {n: [(c["name"], c.get("restartPolicy")) for c in cr["spec"]["kubernetes"]["initContainers"]]
-             for n, cr in crs.items()}
-    assert names["e0"] == [("nvme-cache-fill", None), ("nvme-cache-lease", "Always")]
-    assert names["e1"] == [("nvme-cache-fill", None)]
-    assert crd_errors(crs["e0"], "v3.3") == []
+    # THEN the first's agent init container is a native sidecar (restartPolicy Always, a startup probe), the
+    # second's a plain init container, and both custom resources are strictly valid
+    inits = {n: [(c["name"], c.get("restartPolicy"), "startupProbe" in c)
+                 for c in cr["spec"]["kubernetes"]["initContainers"]] for n, cr in crs.items()}
+    assert inits["e0"] == [("nvme-cache-fill", "Always", True)]
+    assert inits["e1"] == [("nvme-cache-fill", None, False)]
+    assert crd_errors(crs["e0"], "v3.3") == [] and crd_errors(crs["e1"], "v3.3") == []
