@@ -6,7 +6,8 @@ Each round runs, in alternating order, `cdk synth --no-notices -q -o <fresh dir>
 (a) the default app at the repository root (default `hyperpod.yaml`), and
 (b) an empty CDK app (one empty `Stack`, same venv, same CLI, same flags and same feature flags from `cdk.json`)
 in a temporary folder, and
-(c) the same empty app with aws-cdk-lib's built-in CloudFormation validator off, as the default app has it.
+(c) the same empty app with aws-cdk-lib's built-in CloudFormation validator off, as the default app has it, and
+(d) that app importing the libraries the default app imports, with the cdk-nag checks on (the libraries' floor).
 Prints a Markdown section with the medians, the median of the per-round ratios, and the CLI's own performance counters
 (where the time goes); `--write` puts it into the `## Synth time` section of BENCHMARKS.md. The headline figure is the
 like-for-like ratio (a) / (c): what this library adds to a synth; (a) / (b) is shown beside it.
@@ -32,6 +33,22 @@ app.synth()
 # The same empty app with aws-cdk-lib's built-in CloudFormation validator off, as the default app has it: the
 # like-for-like comparison of what this library adds.
 EMPTY_APP_NO_VALIDATOR = EMPTY_APP.replace("cdk.App()", "cdk.App(builtin_cloud_formation_validation=False)")
+# The same empty app (validator off) importing what the default app imports from aws-cdk-lib, its kubectl layer,
+# cdk8s, cdk8s-plus-28 and cdk-nag, with the cdk-nag checks on: what those libraries cost before this library builds
+# anything, the floor of any app that uses them.
+LIBRARIES_APP = """import aws_cdk as cdk
+import cdk8s  # noqa: F401
+import cdk8s_plus_28  # noqa: F401
+from aws_cdk import aws_athena, aws_certificatemanager, aws_eks, aws_glue, aws_iam, aws_kms  # noqa: F401
+from aws_cdk import aws_lambda, aws_logs, aws_route53, aws_s3, custom_resources  # noqa: F401
+from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer  # noqa: F401
+from cdk_nag import AwsSolutionsChecks
+
+app = cdk.App(builtin_cloud_formation_validation=False)
+cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+cdk.Stack(app, "Empty")
+app.synth()
+"""
 TARGET = 1.5
 WHERE_THE_TIME_GOES = """Where the time goes (profiled with `python -X importtime`, cProfile of `app.py` under `cdk synth` and a
 node CPU profile of the jsii kernel): aws-cdk-lib's built-in CloudFormation validator (a WASM engine) costs about
@@ -59,11 +76,12 @@ def make_empty_app(folder: Path, source: str = EMPTY_APP) -> Path:
 def measure(rounds: int, work: Path) -> dict[str, object]:
     empty = make_empty_app(work / "empty-app")
     bare = make_empty_app(work / "empty-app-no-validator", EMPTY_APP_NO_VALIDATOR)
-    cases = {"default": REPO, "empty": empty, "empty-no-validator": bare}
+    libraries = make_empty_app(work / "libraries-app", LIBRARIES_APP)
+    cases = {"default": REPO, "empty": empty, "empty-no-validator": bare, "libraries": libraries}
     times: dict[str, list[float]] = {k: [] for k in cases}
     cpu: dict[str, list[float]] = {k: [] for k in cases}
     counters: dict[str, list[dict[str, float]]] = {k: [] for k in cases}
-    ratios, like_for_like = [], []
+    ratios, like_for_like, floor = [], [], []
     # one untimed warm-up of each (jsii package cache, Python bytecode, page cache)
     for name, cwd in cases.items():
         synth(cwd, work / f"warm-{name}")
@@ -80,7 +98,9 @@ def measure(rounds: int, work: Path) -> dict[str, object]:
             print(f"round {r + 1}/{rounds} {name}: {t:.2f} s wall, {c:.2f} s CPU", file=sys.stderr)
         ratios.append(times["default"][-1] / times["empty"][-1])
         like_for_like.append(times["default"][-1] / times["empty-no-validator"][-1])
-    return {"times": times, "cpu": cpu, "counters": counters, "ratios": ratios, "like_for_like": like_for_like}
+        floor.append(times["libraries"][-1] / times["empty-no-validator"][-1])
+    return {"times": times, "cpu": cpu, "counters": counters, "ratios": ratios, "like_for_like": like_for_like,
+            "floor": floor}
 
 
 def counter_median(samples: list[dict[str, float]], key: str) -> str:
@@ -94,6 +114,7 @@ def markdown(result: dict[str, object], rounds: int) -> str:
     cpu: dict[str, list[float]] = result["cpu"]  # type: ignore[assignment]
     ratios: list[float] = result["ratios"]  # type: ignore[assignment]
     like_for_like: list[float] = result["like_for_like"]  # type: ignore[assignment]
+    floor: list[float] = result["floor"]  # type: ignore[assignment]
     md, me, ratio = median(times["default"]), median(times["empty"]), median(ratios)
     mb, headline = median(times["empty-no-validator"]), median(like_for_like)
     cd, ce, cb = median(cpu["default"]), median(cpu["empty"]), median(cpu["empty-no-validator"])
@@ -110,6 +131,9 @@ def markdown(result: dict[str, object], rounds: int) -> str:
         f"| empty app | {' / '.join(f'{t:.2f}' for t in times['empty'])} | {me:.2f} | {ce:.2f} |",
         f"| empty app, built-in validator off | {' / '.join(f'{t:.2f}' for t in times['empty-no-validator'])} | "
         f"{median(times['empty-no-validator']):.2f} | {median(cpu['empty-no-validator']):.2f} |",
+        f"| empty app, validator off, importing the default app's libraries, cdk-nag on | "
+        f"{' / '.join(f'{t:.2f}' for t in times['libraries'])} | {median(times['libraries']):.2f} | "
+        f"{median(cpu['libraries']):.2f} |",
         "",
         "CPU is user + system time of the CLI and the processes it waited for (the app, the jsii kernel); it is less "
         "sensitive than wall time to other load on the shared cores.",
@@ -119,6 +143,12 @@ def markdown(result: dict[str, object], rounds: int) -> str:
         f"{cd / cb:.2f}×). Target ≤ {TARGET}×: {verdict}. Both apps then leave out aws-cdk-lib's built-in "
         "CloudFormation validator, which the default app turns off because cfn-lint covers it in the tests "
         "(`-c cfnValidation=true` turns it back on), so this is what the library itself adds to a synth.",
+        "",
+        f"The libraries alone: the empty app that imports what the default app imports (aws-cdk-lib's EKS, Lambda, "
+        f"Glue, Athena, Route 53, ACM and custom-resource modules, the kubectl layer, cdk8s, cdk8s-plus-28, cdk-nag) "
+        f"and runs the cdk-nag checks, building nothing, takes {median(floor):.2f}× the empty app with the validator "
+        f"off (per round {' / '.join(f'{x:.2f}' for x in floor)}): that much of the like-for-like ratio is spent "
+        "before this library builds a construct.",
         "",
         f"Against an empty app with the validator on (CDK's default): {ratio:.2f}× (per round "
         f"{' / '.join(f'{x:.2f}' for x in ratios)}; ratio of medians {md / me:.2f}×; CPU ratio {cd / ce:.2f}×).",
