@@ -5,7 +5,8 @@ The agent (``hyperpod_inference/nvme_agent``) reaches the pods as an immutable C
 built from the package at synth time: the package's files without docstrings or comments, in one zlib-compressed
 Python program that imports them as the ``nvme_agent`` package (:func:`bundle_of`). It runs in the endpoint's runtime image (already on the node) unless ``weightCache.agentImage`` names
 another one, through a short inline ``python3 -c`` bootstrap in the pod spec that hashes the mounted bundle, runs the
-agent only when the hash is the one the pod spec names, and imports the agent from the bytes it hashed.
+agent only when the hash is the one the pod spec names, and imports the agent from the bytes it hashed. Next to the
+code, a gc Job (:class:`NvmeAgentGc`) deletes the stack's previous code ConfigMaps once nothing mounts them.
 """
 
 from __future__ import annotations
