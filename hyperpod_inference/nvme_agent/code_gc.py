@@ -147,8 +147,13 @@ def run(args) -> int:
     if not namespace:
         with open(os.path.join(SA_DIR, "namespace")) as fh:
             namespace = fh.read().strip()
-    url = args.api_url or os.environ.get("NVME_AGENT_KUBE_API") or \
-        f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
+    url, host = args.api_url or os.environ.get("NVME_AGENT_KUBE_API"), os.environ.get("KUBERNETES_SERVICE_HOST", "")
+    if not url:
+        if not host:
+            log.error("gc: no --api-url and no KUBERNETES_SERVICE_HOST (not in a pod?)")
+            return 2
+        host = f"[{host}]" if ":" in host else host  # an IPv6 cluster's service address
+        url = f"https://{host}:{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
     api = Api(url, namespace, args.token_file, args.ca_file)
     deadline, said, kept = time.monotonic() + args.timeout, {}, {}
     while True:

@@ -29,6 +29,7 @@ class FakeKube:
         self.requests: list[tuple[str, str, dict, str | None]] = []  # method, path, query, Authorization
         self.vanish: set[str] = set()  # ConfigMaps another run deletes just before this one's DELETE (-> 404)
         self.on_list: Callable[[str, int], None] | None = None  # (resource, how many lists of it so far)
+        self.fail_once: set[str] = set()  # resources whose next list answers 500
         self.lock = threading.Lock()
         fake = self
 
@@ -69,6 +70,9 @@ class FakeKube:
                                 and "continue" not in q)
                 if "continue" not in query and fake.on_list is not None:
                     fake.on_list(resource, count)
+                if resource in fake.fail_once:
+                    fake.fail_once.discard(resource)
+                    return self._send(500, {"kind": "Status", "code": 500})
                 with fake.lock:
                     items = list(fake.objects[resource])
                 start = int(query.get("continue") or 0)

@@ -171,6 +171,37 @@ def test_gc_fails_at_once_when_the_api_refuses_its_token(kube, tmp_path):
     assert f"{PREFIX}-0123456789" in kube.names()
 
 
+def test_gc_retries_an_api_error_on_its_next_pass(kube, token_file):
+    # GIVEN an unreferenced old code ConfigMap and an API whose first list of pods fails with a 500
+    old = f"{PREFIX}-0123456789"
+    kube.add("configmaps", code_map(old, "2026-12-01T11:00:00Z"))
+    kube.fail_once.add("pods")
+
+    # WHEN gc runs
+    result = gc(kube, token_file)
+
+    # THEN it logged the error, tried again and deleted it
+    assert result.returncode == 0, result.stderr
+    assert "HTTP 500" in result.stderr and "(retrying)" in result.stderr
+    assert kube.names() == {CURRENT}
+
+
+def test_gc_gives_up_at_its_timeout_when_the_api_does_not_answer(token_file):
+    # GIVEN no API at the address (a port nothing listens on)
+    server = FakeKube()
+    url = server.url
+    server.close()
+
+    # WHEN gc runs with a short timeout
+    result = run_agent("gc", "--current", CURRENT, "--selector", SELECTOR, "--namespace", "inference",
+                       "--api-url", url, "--token-file", token_file, "--interval", "0.1", "--timeout", "1",
+                       timeout=30)
+
+    # THEN it exits 1 after the timeout, saying the API did not answer
+    assert result.returncode == 1
+    assert "timed out after 1.0s" in result.stderr and "the API did not answer" in result.stderr
+
+
 def _self_signed(tmp_path):
     """A CA-less self-signed certificate for 127.0.0.1 (cryptography comes with moto): (cert file, server context)."""
     from cryptography import x509
