@@ -33,7 +33,7 @@ from constructs import Construct, IConstruct, IValidation
 from . import outputs as commands
 from .charts.endpoint import EndpointChart, EndpointWiring, add_objects
 from .charts.hf_token import external_secret_objects, token_names, token_secret_ref
-from .charts.nvme_cache import NvmeAgentCode, NvmeCache, NvmeCachePlan, model_reader_service_account
+from .charts.nvme_cache import NvmeAgentCode, NvmeAgentGc, NvmeCache, NvmeCachePlan, model_reader_service_account
 from .config.loader import ConfigError, parse_config
 from .config.models import Endpoint, HyperPodConfig
 from .config.warnings import config_warnings, endpoint_warnings
@@ -145,6 +145,8 @@ class HyperPodInference(Construct):
         self._durations: dict[int, cdk.Duration] = {}
         self._token_syncs: dict[str, tuple[iam.IRole, set[str | None]]] = {}
         self._warm_groups: dict[str, _WarmGroup] = {}
+        #: Per namespace: the agent code unit's name -> (scope, namespace, depends_on); delivered at synth (_seal).
+        self._code_units: dict[str, tuple[Construct, str, list[str]]] = {}
         self.capture: DataCaptureStorage | None = None
         self.capture_analytics: CaptureAnalytics | None = None
         self.domain: CustomDomain | None = None
@@ -350,11 +352,27 @@ class HyperPodInference(Construct):
         return unit_name, role
 
     def _seal(self) -> None:
-        """Once every endpoint is added (at synth, or when the manifests are first read): the shared warm
+        """Once every endpoint is added (at synth, or when the manifests are first read): each namespace's agent
+        code with its gc Job (in the image and on the nodes of one of its agent pods), then the shared warm
         DaemonSets, each with the models of all its endpoints. No endpoint can be added after this."""
         if self._sealed:
             return
         self._sealed = True
+        plans: dict[str, list[NvmeCachePlan]] = {}
+        for group in self._warm_groups.values():
+            for plan in group.plans:
+                plans.setdefault(plan.endpoint.namespace, []).append(plan)
+        for name, (scope, namespace, depends_on) in self._code_units.items():
+            chart = self.delivery.chart(name)
+            NvmeAgentCode(chart, "AgentCode", namespace=namespace, name_prefix=self._agent_code_prefix)
+            NvmeAgentGc(chart, "AgentGc", plan=min(plans[namespace], key=lambda p: p.endpoint.name))
+            # Not pruned: after an agent change the previous code ConfigMap stays for the pods that still mount it
+            # (a pod of the old spec restarting during or after the rollout) until the gc Job finds it unused.
+            unit = self.delivery.deliver(scope, name, chart, depends_on=depends_on, prune=False)
+            if unit.resource is not None:  # the endpoints delivered before it wait for it
+                for other in self.delivery.units.values():
+                    if name in other.depends_on and other.resource is not None:
+                        other.resource.node.add_dependency(unit.resource)
         for warm_name, group in self._warm_groups.items():
             unit_name = f"{group.plans[0].endpoint.namespace}-{warm_name}"
             chart = self.delivery.chart(unit_name)
@@ -416,15 +434,10 @@ class HyperPodInference(Construct):
         return f"arn:{self.partition}:iam::{self.account}:role/{name}"
 
     def _agent_code_unit(self, scope: Construct, namespace: str, depends_on: list[str]) -> str:
-        """The namespace's shared NVMe agent code chart (created once), by unit name."""
+        """The namespace's shared NVMe agent code unit, by name: registered once here, built and delivered at synth
+        (:meth:`_seal`), when every agent pod of the namespace is known."""
         name = f"{namespace}-nvme-agent-code"
-        if name not in self.delivery.units:
-            chart = self.delivery.chart(name)
-            NvmeAgentCode(chart, "AgentCode", namespace=namespace, name_prefix=self._agent_code_prefix)
-            # Not pruned: after an agent change the previous code ConfigMap stays for the pods that still mount it
-            # (a pod of the old spec restarting during or after the rollout); docs/nvme-agent.md says how to remove
-            # the ones nothing references.
-            self.delivery.deliver(scope, name, chart, depends_on=depends_on, prune=False)
+        self._code_units.setdefault(name, (scope, namespace, list(depends_on)))
         return name
 
     def _add_namespaces(self) -> None:

@@ -36,6 +36,8 @@ import yaml
 ROLE_ARN_ANNOTATION = "eks.amazonaws.com/role-arn"
 SA_PREFIX = "system:serviceaccount:"
 HASH_SUFFIX = re.compile(r"[0-9A-F]{8}$")
+#: the content hash the library appends to some Kubernetes names (code ConfigMap, gc Job): shown as "-<hash>"
+K8S_HASH_SUFFIX = re.compile(r"-[0-9a-f]{10}$")
 PLACEHOLDER = re.compile(r"<([A-Za-z][A-Za-z0-9]*)(?:\.[A-Za-z0-9.]+)?>")
 
 # logical-ID prefixes (construct scopes) shortened in labels, first match wins
@@ -328,7 +330,7 @@ class Builder:
             ns = meta.get("namespace")
             nid = self.k8s_id(kind, ns, meta.get("name", "?"))
             is_cr = doc.get("apiVersion", "").startswith("inference.sagemaker.aws.amazon.com")
-            self.g.nodes[nid] = Node(nid, meta.get("name", "?"), kind, f"ns:{ns or '(cluster)'}",
+            self.g.nodes[nid] = Node(nid, K8S_HASH_SUFFIX.sub("-<hash>", meta.get("name", "?")), kind, f"ns:{ns or '(cluster)'}",
                                      CR_COLOUR if is_cr else K8S_COLOUR)
             if is_cr:
                 spec = doc.get("spec", {})

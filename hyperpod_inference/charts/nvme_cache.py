@@ -5,7 +5,8 @@ The agent (``hyperpod_inference/nvme_agent``) reaches the pods as an immutable C
 built from the package at synth time: the package's files without docstrings or comments, in one zlib-compressed
 Python program that imports them as the ``nvme_agent`` package (:func:`bundle_of`). It runs in the endpoint's runtime image (already on the node) unless ``weightCache.agentImage`` names
 another one, through a short inline ``python3 -c`` bootstrap in the pod spec that hashes the mounted bundle, runs the
-agent only when the hash is the one the pod spec names, and imports the agent from the bytes it hashed.
+agent only when the hash is the one the pod spec names, and imports the agent from the bytes it hashed. Next to the
+code, a gc Job (:class:`NvmeAgentGc`) deletes the stack's previous code ConfigMaps once nothing mounts them.
 """
 
 from __future__ import annotations
@@ -49,6 +50,18 @@ AGENT_CODE_CONFIGMAP = "nvme-agent-code"  # default name prefix; one per namespa
 EXIT_CODE_MISMATCH = 6
 TOKEN_VOLUME = "nvme-hf-token"
 TOKEN_MOUNT = TOKEN_DIR  # the agent reads <TOKEN_MOUNT>/token by default: its containers carry no env for it
+CODE_PREFIX_LABEL = "hyperpod-inference/agent-code"  # on every code ConfigMap: the stack's prefix
+GC_TIMEOUT_SECONDS = 5 * 3600 + 1800  # the gc Job's wait for old code ConfigMaps to be unreferenced
+#: The gc Job only calls the API: no root, no capabilities, a fixed non-zero UID.
+_GC_SECURITY_CONTEXT = {
+    "runAsUser": 65532,
+    "runAsGroup": 65532,
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 
 # The agent writes into a root-owned host directory (the instance-store mount), so it runs as UID 0; it gets no
 # capabilities, no privilege escalation and a read-only root filesystem: the hostPath is all it needs.
@@ -507,19 +520,89 @@ def _code_volume(configmap_name: str) -> dict[str, Any]:
     return {"name": AGENT_CODE_VOLUME, "configMap": {"name": configmap_name}}
 
 
+def agent_code_labels(prefix: str = AGENT_CODE_CONFIGMAP) -> dict[str, str]:
+    """The labels of a stack's code ConfigMaps (every version): what the ``gc`` Job selects, so two stacks sharing a
+    namespace never collect each other's code (the prefix names the stack)."""
+    return {"app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/component": "agent-code",
+            CODE_PREFIX_LABEL: prefix}
+
+
 class NvmeAgentCode(Construct):
     """The agent's code as one immutable ConfigMap per namespace, ``<name_prefix>-<code hash>``, shared by the
     DaemonSets and init containers of every daemonset-cached endpoint there (a template carries the code once per
-    namespace). An agent change is a new ConfigMap name, so it rolls every DaemonSet-cached endpoint."""
+    namespace). An agent change is a new ConfigMap name, so it rolls every DaemonSet-cached endpoint; the previous
+    ConfigMap is left to :class:`NvmeAgentGc`."""
 
     def __init__(self, scope: Construct, construct_id: str, *, namespace: str,
                  name_prefix: str = AGENT_CODE_CONFIGMAP) -> None:
         super().__init__(scope, construct_id)
         self.config_map = kplus.ConfigMap(self, "Code", metadata=cdk8s.ApiObjectMetadata(
             name=agent_code_configmap_name(name_prefix), namespace=namespace,
-            labels={**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent"},
+            labels={**MANAGED_BY, **agent_code_labels(name_prefix)},
             annotations={"hyperpod-inference/agent-code-sha256": agent_code_hash()}),
             binary_data={AGENT_BUNDLE: base64.b64encode(agent_bundle()).decode()}, immutable=True)
+
+
+class NvmeAgentGc(Construct):
+    """The Job that deletes the namespace's previous code ConfigMaps of this stack once nothing mounts them (the
+    agent's ``gc``), with its own ServiceAccount, Role and RoleBinding; next to the code ConfigMap, in its chart.
+
+    The Job is named by the hash of its spec (the code hash is in its command), so each agent change creates a new
+    one (a Job's pod template is immutable) and finished Jobs go after ``ttlSecondsAfterFinished``. Its pod runs
+    the hashed bootstrap as a non-root user, in the image and on the nodes of ``plan`` (one of the namespace's agent
+    pods: the image is already there), and mounts nothing of the node.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, plan: NvmeCachePlan) -> None:
+        super().__init__(scope, construct_id)
+        ep, prefix = plan.endpoint, plan.code_configmap_prefix
+        ns, name = ep.namespace, f"{prefix}-gc"
+        labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/component": "agent-gc"}
+        meta = functools.partial(cdk8s.ApiObjectMetadata, namespace=ns, labels=labels)
+        self.service_account = kplus.ServiceAccount(self, "ServiceAccount", metadata=meta(name=name),
+                                                    automount_token=True)
+        self.role = kplus.Role(self, "Role", metadata=meta(name=name))
+        self.role.allow(["list"], kplus.ApiResource.PODS, kplus.ApiResource.DAEMON_SETS, kplus.ApiResource.DEPLOYMENTS,
+                        kplus.ApiResource.STATEFUL_SETS, kplus.ApiResource.REPLICA_SETS, kplus.ApiResource.JOBS)
+        self.role.allow(["list", "delete"], kplus.ApiResource.CONFIG_MAPS)
+        self.role_binding = kplus.RoleBinding(self, "RoleBinding", metadata=meta(name=name), role=self.role)
+        self.role_binding.add_subjects(self.service_account)
+        current = plan.code_configmap_name
+        selector = ",".join(f"{k}={v}" for k, v in agent_code_labels(prefix).items())
+        pod_spec: dict[str, Any] = {
+            "serviceAccountName": name,
+            "automountServiceAccountToken": True,  # it calls the Kubernetes API (only this pod, with this Role)
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "gc",
+                "image": agent_image(ep, plan.region),
+                "command": agent_command("gc", "--current", current, "--selector", selector, "--namespace", ns,
+                                         "--interval", "30", "--timeout", str(GC_TIMEOUT_SECONDS)),
+                "resources": {"requests": {"cpu": "10m", "memory": "64Mi"},
+                              "limits": {"cpu": "200m", "memory": "128Mi"}},
+                "securityContext": _GC_SECURITY_CONTEXT,
+                "volumeMounts": [{"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True}],
+            }],
+            "volumes": [_code_volume(current)],
+            "tolerations": _tolerations(ep),
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        }
+        placement = _placement(ep)
+        if placement:
+            pod_spec["affinity"] = {"nodeAffinity": placement}
+        spec = {
+            "backoffLimit": 2,
+            # the agent gives up first (--timeout), naming what still mounts each old ConfigMap
+            "activeDeadlineSeconds": GC_TIMEOUT_SECONDS + 1800,
+            "ttlSecondsAfterFinished": 3600,
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        }
+        digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
+        # An untyped object: cdk8s-plus's Job builds node affinity from its own label queries (the endpoint's
+        # required terms go in as they are) and re-serializes resources from typed fields; validated in tests.
+        self.job = cdk8s.ApiObject(self, "Job", api_version="batch/v1", kind="Job",
+                                   metadata=meta(name=f"{name}-{digest}"))
+        self.job.add_json_patch(cdk8s.JsonPatch.add("/spec", spec))
 
 
 def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> dict[str, Any]:

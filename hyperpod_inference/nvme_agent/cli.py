@@ -1,4 +1,4 @@
-"""Command line: ``python -m nvme_agent {ensure,warm,check,verify,lease,evict-legacy} ...``.
+"""Command line: ``python -m nvme_agent {ensure,warm,check,verify,lease,evict-legacy,gc} ...``.
 
 Exit codes: 0 ok; 1 error (or: check says not ready; or a ``local`` source path that does not exist); 2 usage
 (bad spec, e.g. a relative ``local`` path); 3 a required Python module is missing; 4 not enough disk space even
@@ -121,6 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-parent", required=True, help="the mount of weightCache.hostPath")
     p.add_argument("--lease-ttl", type=float, default=DEFAULT_LEASE_TTL)
     p.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
+    p = sub.add_parser("gc", help="delete this stack's old code ConfigMaps of the namespace once nothing mounts them")
+    p.add_argument("--current", required=True, help="the code ConfigMap in use (never deleted)")
+    p.add_argument("--selector", required=True, help="the labels of this stack's code ConfigMaps (k=v,k=v)")
+    p.add_argument("--namespace", default=None, help="default: the service account's")
+    p.add_argument("--interval", type=float, default=30.0, help="seconds between passes (default 30)")
+    p.add_argument("--timeout", type=float, default=19800.0, help="give up after this many seconds (exit 1)")
+    p.add_argument("--api-url", default=None, help="default: env NVME_AGENT_KUBE_API, else the in-cluster API")
+    p.add_argument("--token-file", default="/var/run/secrets/kubernetes.io/serviceaccount/token")
+    p.add_argument("--ca-file", default="/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+    p.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
     return parser
 
 
@@ -145,6 +155,10 @@ def _holder(name: str | None) -> str | None:
 
 
 def _run(args) -> int:
+    if args.cmd == "gc":
+        from . import code_gc  # only here: the other commands' start-up does not pay for ssl and urllib
+
+        return code_gc.run(args)
     if args.cmd == "evict-legacy":
         for line in cache.evict_legacy(args.cache_parent, args.lease_ttl):
             print(line, flush=True)

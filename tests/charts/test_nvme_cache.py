@@ -19,11 +19,14 @@ from hyperpod_inference.charts.nvme_cache import (
     READY_FILE,
     READY_WAIT_SECONDS,
     NvmeAgentCode,
+    NvmeAgentGc,
     NvmeCache,
     NvmeCachePlan,
     agent_bundle,
     agent_code_configmap_name,
     agent_code_hash,
+    agent_code_labels,
+    agent_image,
     bundle_files,
     shipped_source_files,
     strip_source,
@@ -280,3 +283,105 @@ def test_the_watermark_is_named_only_when_it_differs_from_the_agents_default():
     warm = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
     for command in (fill["command"], warm["command"]):
         assert command[command.index("--min-free-percent") + 1] == "25"
+
+
+def gc_chart(plan):
+    """The code chart of a namespace as the stack builds it: the code ConfigMap and the gc Job's objects."""
+    chart = cdk8s.Chart(cdk8s.App(), "code", disable_resource_name_hashes=True)
+    NvmeAgentCode(chart, "Code", namespace=plan.endpoint.namespace, name_prefix=plan.code_configmap_prefix)
+    NvmeAgentGc(chart, "Gc", plan=plan)
+    return {o["kind"]: o for o in chart.to_json()}
+
+
+def _arg(command, flag):
+    return command[command.index(flag) + 1]
+
+
+def test_the_gc_job_runs_the_hashed_bootstrap_non_root_in_the_image_and_on_the_nodes_of_the_agent_pods():
+    # GIVEN a namespace's plan (an accelerator instance type, a runtime image) and its code chart
+    plan = plan_for(code_configmap_prefix="my-stack-nvme-agent")
+    objs = gc_chart(plan)
+    job, code = objs["Job"], objs["ConfigMap"]
+
+    # THEN every object is valid Kubernetes
+    for obj in objs.values():
+        assert k8s_errors(obj, "1.28") == [], obj["kind"]
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    command = container["command"]
+    # AND its pod runs `gc` through the bootstrap pinned to the code hash, from the current code ConfigMap, keeping
+    # that one and selecting exactly this stack's code ConfigMaps by their labels
+    assert command[:6] == ["python3", "-c", BOOTSTRAP, agent_code_hash(), f"/opt/nvme-agent/{AGENT_BUNDLE}", "gc"]
+    assert _arg(command, "--current") == code["metadata"]["name"]
+    assert pod["volumes"] == [{"name": "nvme-agent-code", "configMap": {"name": code["metadata"]["name"]}}]
+    assert container["volumeMounts"] == [{"name": "nvme-agent-code", "mountPath": "/opt/nvme-agent",
+                                          "readOnly": True}]
+    selector = dict(term.split("=", 1) for term in _arg(command, "--selector").split(","))
+    assert selector == agent_code_labels("my-stack-nvme-agent") and selector.items() <= code["metadata"][
+        "labels"].items()
+    assert not selector.items() <= gc_chart(plan_for(code_configmap_prefix="other-nvme-agent"))["ConfigMap"][
+        "metadata"]["labels"].items()
+    assert _arg(command, "--namespace") == "inference"
+    # AND it is bounded: the agent's timeout comes before the Job's deadline, finished Jobs go after an hour
+    assert float(_arg(command, "--timeout")) < job["spec"]["activeDeadlineSeconds"] <= 6 * 3600
+    assert job["spec"]["ttlSecondsAfterFinished"] == 3600 and job["spec"]["backoffLimit"] <= 3
+    assert pod["restartPolicy"] == "Never"
+    # AND it lands where the namespace's agent pods run, in their image (already on those nodes)
+    warm = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
+    assert container["image"] == agent_image(plan.endpoint, "us-west-2") == warm["containers"][0]["image"]
+    assert pod["affinity"] == warm["affinity"] and pod["tolerations"] == warm["tolerations"]
+    # AND it runs as a fixed non-root user with nothing of the node: no hostPath, no capabilities
+    security = container["securityContext"]
+    assert security["runAsNonRoot"] is True and security["runAsUser"] > 0 and security["runAsGroup"] > 0
+    assert security["readOnlyRootFilesystem"] is True and security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]} and security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert "hostPath" not in json.dumps(job) and "privileged" not in json.dumps(job)
+    assert set(container["resources"]) == {"requests", "limits"}
+    # AND only its pod gets an API token, from its own ServiceAccount
+    sa = objs["ServiceAccount"]
+    assert pod["serviceAccountName"] == sa["metadata"]["name"] and pod["automountServiceAccountToken"] is True
+    assert sa["automountServiceAccountToken"] is True
+    assert json.dumps(warm).count("automountServiceAccountToken") == 1 and warm["automountServiceAccountToken"] is False
+
+
+def test_the_gc_role_lists_what_can_mount_a_configmap_and_deletes_configmaps_only():
+    # GIVEN the gc objects of a namespace
+    objs = gc_chart(plan_for(code_configmap_prefix="my-stack-nvme-agent"))
+    role, binding, sa = objs["Role"], objs["RoleBinding"], objs["ServiceAccount"]
+
+    # THEN the Role (namespaced) allows exactly: list on the kinds whose pods can mount a ConfigMap, list and delete
+    # on ConfigMaps; nothing on Secrets, no get, no watch
+    rules = sorted((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r["verbs"])) for r in role["rules"])
+    assert rules == sorted([
+        (("",), ("pods",), ("list",)), (("apps",), ("daemonsets",), ("list",)),
+        (("apps",), ("deployments",), ("list",)), (("apps",), ("statefulsets",), ("list",)),
+        (("apps",), ("replicasets",), ("list",)), (("batch",), ("jobs",), ("list",)),
+        (("",), ("configmaps",), ("list", "delete"))])
+    assert role["metadata"]["namespace"] == "inference" and "ClusterRole" not in {o["kind"] for o in objs.values()}
+    # AND the binding gives it to the gc ServiceAccount only
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                  "name": role["metadata"]["name"]}
+    assert [(s["kind"], s["name"], s["namespace"]) for s in binding["subjects"]] == [
+        ("ServiceAccount", sa["metadata"]["name"], "inference")]
+    # AND the names are the stack's (two stacks in one namespace never share them)
+    assert {o["metadata"]["name"] for o in (role, binding, sa)} == {"my-stack-nvme-agent-gc"}
+
+
+def test_the_gc_job_is_a_new_job_whenever_its_spec_changes(monkeypatch):
+    # GIVEN the gc Job of a plan
+    plan = plan_for(code_configmap_prefix="my-stack-nvme-agent")
+    name = gc_chart(plan)["Job"]["metadata"]["name"]
+    assert name.startswith("my-stack-nvme-agent-gc-") and len(name) <= 63
+
+    # WHEN the endpoint's image changes, or the agent's code does
+    data = copy.deepcopy(BASE)
+    data["endpoints"][0]["image"] = "111122223333.dkr.ecr.us-west-2.amazonaws.com/my-vllm:1"
+    other_image = NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", TOKEN, None,
+                                code_configmap_prefix="my-stack-nvme-agent")
+    by_image = gc_chart(other_image)["Job"]["metadata"]["name"]
+    monkeypatch.setattr("hyperpod_inference.charts.nvme_cache.agent_code_hash", lambda: "f" * 64)
+    by_code = gc_chart(plan)["Job"]["metadata"]["name"]
+
+    # THEN each is another Job (a Job's pod template is immutable, so an applied change needs a new name)
+    assert len({name, by_image, by_code}) == 3

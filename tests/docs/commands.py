@@ -164,7 +164,7 @@ KUBECTL_BUILTIN = {
     "pods", "pod", "po", "events", "event", "ev", "deploy", "deployment", "deployments", "configmap", "configmaps",
     "cm", "crd", "crds", "customresourcedefinitions", "customresourcedefinition", "namespaces", "namespace", "ns",
     "nodes", "node", "no", "services", "service", "svc", "secret", "secrets", "serviceaccount", "serviceaccounts",
-    "sa", "daemonset", "daemonsets", "ds", "ingress", "ingresses", "ing", "all",
+    "sa", "daemonset", "daemonsets", "ds", "ingress", "ingresses", "ing", "job", "jobs", "all",
 }
 #: Kinds of other operators the docs name (External Secrets Operator, cert-manager).
 KUBECTL_OTHER_CRDS = {"externalsecret", "externalsecrets", "secretstore", "secretstores", "certificate",
