@@ -52,16 +52,6 @@ TOKEN_VOLUME = "nvme-hf-token"
 TOKEN_MOUNT = TOKEN_DIR  # the agent reads <TOKEN_MOUNT>/token by default: its containers carry no env for it
 CODE_PREFIX_LABEL = "hyperpod-inference/agent-code"  # on every code ConfigMap: the stack's prefix
 GC_TIMEOUT_SECONDS = 5 * 3600 + 1800  # the gc Job's wait for old code ConfigMaps to be unreferenced
-#: The gc Job only calls the API: no root, no capabilities, a fixed non-zero UID.
-_GC_SECURITY_CONTEXT = {
-    "runAsUser": 65532,
-    "runAsGroup": 65532,
-    "runAsNonRoot": True,
-    "allowPrivilegeEscalation": False,
-    "readOnlyRootFilesystem": True,
-    "capabilities": {"drop": ["ALL"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
 
 # The agent writes into a root-owned host directory (the instance-store mount), so it runs as UID 0; it gets no
 # capabilities, no privilege escalation and a read-only root filesystem: the hostPath is all it needs.
@@ -73,6 +63,8 @@ _AGENT_SECURITY_CONTEXT = {
     "capabilities": {"drop": ["ALL"]},
     "seccompProfile": {"type": "RuntimeDefault"},
 }
+#: The gc Job only calls the API: the agent's confinement, as a fixed non-zero UID instead of root.
+_GC_SECURITY_CONTEXT = {**_AGENT_SECURITY_CONTEXT, "runAsUser": 65532, "runAsGroup": 65532, "runAsNonRoot": True}
 LEASE_HOLDER = "@hostname"  # the agent takes the host name: a pod's name
 READY_FILE = "/tmp/ready"  # the lease sidecar's: the model is complete (in the agent's emptyDir, new with each pod)
 READY_WAIT_SECONDS = 86_400  # the sidecar's startup probe gives a cold download a day before the kubelet restarts it
