@@ -595,6 +595,11 @@ class NvmeAgentGc(Construct):
         self.job = cdk8s.ApiObject(self, "Job", api_version="batch/v1", kind="Job",
                                    metadata=meta(name=f"{name}-{digest}"))
         self.job.add_json_patch(cdk8s.JsonPatch.add("/spec", spec))
+        # The Job serves nothing: no ingress at all (it only calls the API server).
+        self.network_policy = kplus.NetworkPolicy(
+            self, "DenyIngress", metadata=meta(name=name),
+            selector=kplus.Pods.select(self, "GcPods", labels=labels),
+            ingress=kplus.NetworkPolicyTraffic(default=kplus.NetworkPolicyTrafficDefault.DENY))
 
 
 def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> dict[str, Any]:

@@ -338,6 +338,10 @@ def test_the_gc_job_runs_the_hashed_bootstrap_non_root_in_the_image_and_on_the_n
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert "hostPath" not in json.dumps(job) and "privileged" not in json.dumps(job)
     assert set(container["resources"]) == {"requests", "limits"}
+    # AND no traffic may reach it: a deny-ingress NetworkPolicy selects exactly its pods
+    policy = objs["NetworkPolicy"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == job["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"] and not policy["spec"].get("ingress")
     # AND only its pod gets an API token, from its own ServiceAccount
     sa = objs["ServiceAccount"]
     assert pod["serviceAccountName"] == sa["metadata"]["name"] and pod["automountServiceAccountToken"] is True

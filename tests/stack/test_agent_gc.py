@@ -37,7 +37,7 @@ def test_the_code_manifest_holds_the_gc_job_built_from_the_first_agent_pod_of_th
 
     # THEN the namespace's code manifest holds the code ConfigMap and the gc Job with its ServiceAccount, Role and
     # RoleBinding, all valid
-    assert sorted(o["kind"] for o in objs) == ["ConfigMap", "Job", "Role", "RoleBinding", "ServiceAccount"]
+    assert sorted(o["kind"] for o in objs) == ["ConfigMap", "Job", "NetworkPolicy", "Role", "RoleBinding", "ServiceAccount"]
     assert validate_all(objs, "v3.3") == []
     (job,) = [o for o in objs if o["kind"] == "Job"]
     (code,) = [o for o in objs if o["kind"] == "ConfigMap"]
@@ -64,4 +64,4 @@ def test_a_namespace_without_daemonset_cached_endpoints_gets_no_code_and_no_gc_j
     # THEN namespace `plain` has no agent code manifest and no Job at all
     assert "plain-nvme-agent-code" not in s.manifests
     plain = [o for objs in s.manifests.values() for o in objs if (o.get("metadata") or {}).get("namespace") == "plain"]
-    assert plain and not [o for o in plain if o["kind"] in ("Job", "ConfigMap", "Role")]
+    assert plain and not [o for o in plain if o["kind"] in ("Job", "ConfigMap", "Role", "NetworkPolicy")]
