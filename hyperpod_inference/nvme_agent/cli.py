@@ -136,7 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _hold(final: str, holder: str, interval: float) -> int:
     """Keep ``holder``'s lease on ``final`` fresh every ``interval`` seconds until SIGTERM, which releases it (the
-    pod ends: a native sidecar is stopped after the model server)."""
+    pod ends: a native sidecar is stopped after the model server). A loop for the pod's life, like ``warm``: garbage
+    collection back on, minus the objects of the start-up."""
+    gc.freeze()
+    gc.enable()
     try:
         while True:
             if cache.is_complete(final):
