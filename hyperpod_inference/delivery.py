@@ -82,6 +82,8 @@ class ManifestDelivery:
         self.cluster = cluster
         self.k8s_app = cdk8s.App()
         self.units: dict[str, ManifestUnit] = {}
+        #: unit name -> the resources of units delivered before it that depend on it (they wait once it is delivered)
+        self._waiting: dict[str, list[Construct]] = {}
         self.operator_unit: ManifestUnit | None = None
         self._acknowledged_provider = False
         self._shared_cluster: eks.ICluster | None = None
@@ -103,23 +105,32 @@ class ManifestDelivery:
 
         ``overwrite=False``: the kubectl handler creates the objects (``kubectl create``) instead of applying them, so
         an object that already exists fails the deploy instead of being adopted. ``prune=False``: an object dropped
-        from the chart on an update stays in the cluster (no ``kubectl apply --prune``)."""
+        from the chart on an update stays in the cluster (no ``kubectl apply --prune``). A unit named in
+        ``depends_on`` may be delivered later: this one then waits for it all the same."""
         unit = ManifestUnit(name, chart, list(depends_on or []), list(after or []), custom_resource)
         self.units[name] = unit
         objs = unit.delivered = unit.objects()
         unit.manifest_bytes = len(json.dumps(objs, separators=(",", ":")))
+        waiting = self._waiting.pop(name, [])
         if self.cluster is None or not objs:
             return unit
         resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self._cluster_for(scope),
                                           manifest=objs, overwrite=overwrite, prune=prune)
         unit.resource = resource
-        first: list[Construct] = [other.resource for other in map(self.units.get, dict.fromkeys(unit.depends_on))
-                                  if other is not None and other.resource is not None]
+        first: list[Construct] = []
+        for dep in dict.fromkeys(unit.depends_on):
+            other = self.units.get(dep)
+            if other is None:
+                self._waiting.setdefault(dep, []).append(resource)
+            elif other.resource is not None:
+                first.append(other.resource)
         first += unit.after
         if custom_resource and self.operator_unit is not None and self.operator_unit.resource is not None:
             first.append(self.operator_unit.resource)
         if first:
             resource.node.add_dependency(*first)  # one call into the CDK runtime, whatever the count
+        for earlier in waiting:
+            earlier.node.add_dependency(resource)
         self._acknowledge_provider()
         return unit
 

@@ -368,11 +368,8 @@ class HyperPodInference(Construct):
             NvmeAgentGc(chart, "AgentGc", plan=min(plans[namespace], key=lambda p: p.endpoint.name))
             # Not pruned: after an agent change the previous code ConfigMap stays for the pods that still mount it
             # (a pod of the old spec restarting during or after the rollout) until the gc Job finds it unused.
-            unit = self.delivery.deliver(scope, name, chart, depends_on=depends_on, prune=False)
-            if unit.resource is not None:  # the endpoints delivered before it wait for it
-                for other in self.delivery.units.values():
-                    if name in other.depends_on and other.resource is not None:
-                        other.resource.node.add_dependency(unit.resource)
+            # (the endpoints delivered before it, which depend on it by name, wait for it: ManifestDelivery.deliver)
+            self.delivery.deliver(scope, name, chart, depends_on=depends_on, prune=False)
         for warm_name, group in self._warm_groups.items():
             unit_name = f"{group.plans[0].endpoint.namespace}-{warm_name}"
             chart = self.delivery.chart(unit_name)

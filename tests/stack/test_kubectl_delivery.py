@@ -233,3 +233,36 @@ def test_agent_code_is_applied_once_per_namespace_before_the_endpoints_that_use_
     bodies = [json.dumps(r["Properties"]["Manifest"]) for r in default.resources(KUBE).values()]
     bundle = base64.b64encode(agent_bundle()).decode()[:64]  # the shipped code itself, not a reference to its key
     assert sum(bundle in b for b in bodies) == 1
+
+
+def test_a_unit_delivered_before_a_unit_it_depends_on_still_waits_for_it():
+    # GIVEN kubectl delivery to an imported cluster, and unit `late` named as a dependency by `early` before `late`
+    # itself is delivered (the agent code of a namespace is built at synth, after its endpoints)
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks as eks
+    from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+
+    from hyperpod_inference.delivery import ManifestDelivery
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "S", env=cdk.Environment(account="111122223333", region="us-west-2"))
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack, "C", cluster_name="c", kubectl_role_arn="arn:aws:iam::111122223333:role/k",
+        kubectl_layer=KubectlV33Layer(stack, "L"))
+    delivery = ManifestDelivery(cluster)
+
+    def unit(name):
+        chart = delivery.chart(name)
+        cdk8s.ApiObject(chart, "Cm", api_version="v1", kind="ConfigMap", metadata={"name": name, "namespace": "n"})
+        return chart
+
+    early = delivery.deliver(stack, "early", unit("early"), depends_on=["late"])
+    late = delivery.deliver(stack, "late", unit("late"))
+    other = delivery.deliver(stack, "other", unit("other"), depends_on=["late"])
+
+    # THEN both units that name it depend on it in the template, whichever was delivered first
+    template = Template.from_stack(stack).to_json()
+    late_id = stack.get_logical_id(late.resource.node.default_child)
+    for waiting in (early, other):
+        assert late_id in depends(template, stack.get_logical_id(waiting.resource.node.default_child))
+    assert not depends(template, late_id)
