@@ -29,7 +29,7 @@ from constructs import Construct
 
 from ..config.models import Endpoint
 from ..nvme_agent import agent_source_files, model_relative_dir
-from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, TOKEN_DIR
+from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, GC_TIMEOUT_SECONDS, TOKEN_DIR
 from .endpoint import MANAGED_BY, SecretRef
 from .runtimes import PRESETS
 
@@ -51,7 +51,6 @@ EXIT_CODE_MISMATCH = 6
 TOKEN_VOLUME = "nvme-hf-token"
 TOKEN_MOUNT = TOKEN_DIR  # the agent reads <TOKEN_MOUNT>/token by default: its containers carry no env for it
 CODE_PREFIX_LABEL = "hyperpod-inference/agent-code"  # on every code ConfigMap: the stack's prefix
-GC_TIMEOUT_SECONDS = 5 * 3600 + 1800  # the gc Job's wait for old code ConfigMaps to be unreferenced
 
 # The agent writes into a root-owned host directory (the instance-store mount), so it runs as UID 0; it gets no
 # capabilities, no privilege escalation and a read-only root filesystem: the hostPath is all it needs.

@@ -20,7 +20,14 @@ import sys
 import time
 
 from . import cache, workers
-from .config import CACHE_MOUNT, DEFAULT_LEASE_TTL, DEFAULT_MIN_FREE_PERCENT, AgentConfig
+from .config import (
+    CACHE_MOUNT,
+    DEFAULT_LEASE_TTL,
+    DEFAULT_MIN_FREE_PERCENT,
+    GC_TIMEOUT_SECONDS,
+    SERVICE_ACCOUNT_DIR,
+    AgentConfig,
+)
 from .spec import SpecError, normalize_spec, required_modules
 
 log = logging.getLogger("nvme_agent")
@@ -126,10 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--selector", required=True, help="the labels of this stack's code ConfigMaps (k=v,k=v)")
     p.add_argument("--namespace", default=None, help="default: the service account's")
     p.add_argument("--interval", type=float, default=30.0, help="seconds between passes (default 30)")
-    p.add_argument("--timeout", type=float, default=19800.0, help="give up after this many seconds (exit 1)")
+    p.add_argument("--timeout", type=float, default=float(GC_TIMEOUT_SECONDS),
+                   help=f"give up after this many seconds (exit 1; default {GC_TIMEOUT_SECONDS})")
     p.add_argument("--api-url", default=None, help="default: env NVME_AGENT_KUBE_API, else the in-cluster API")
-    p.add_argument("--token-file", default="/var/run/secrets/kubernetes.io/serviceaccount/token")
-    p.add_argument("--ca-file", default="/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+    p.add_argument("--token-file", default=f"{SERVICE_ACCOUNT_DIR}/token")
+    p.add_argument("--ca-file", default=f"{SERVICE_ACCOUNT_DIR}/ca.crt")
     p.add_argument("--log-level", default=os.environ.get("NVME_AGENT_LOG_LEVEL", "INFO"))
     return parser
 

@@ -20,9 +20,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from .config import SERVICE_ACCOUNT_DIR
+
 log = logging.getLogger("nvme_agent")
 
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 REQUEST_TIMEOUT = 10.0
 #: (kind, API path prefix, resource) of the objects whose pod templates count as references
 WORKLOADS = (("DaemonSet", "/apis/apps/v1", "daemonsets"), ("Deployment", "/apis/apps/v1", "deployments"),
@@ -145,7 +146,7 @@ def collect(api: Api, current: str, selector: str, said: dict) -> dict | None:
 def run(args) -> int:
     namespace = args.namespace
     if not namespace:
-        with open(os.path.join(SA_DIR, "namespace")) as fh:
+        with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace")) as fh:
             namespace = fh.read().strip()
     url, host = args.api_url or os.environ.get("NVME_AGENT_KUBE_API"), os.environ.get("KUBERNETES_SERVICE_HOST", "")
     if not url:

@@ -31,6 +31,9 @@ CACHE_MOUNT = "/cache"
 TOKEN_DIR = "/var/run/secrets/hf-token"
 #: ``--min-free-percent``'s default (``weightCache.minFreePercent``'s too).
 DEFAULT_MIN_FREE_PERCENT = 10.0
+#: ``gc``: the pod's service account files, and how long it waits for old code ConfigMaps to be unreferenced.
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+GC_TIMEOUT_SECONDS = 5 * 3600 + 1800
 
 
 def _flag(value: str | None, name: str) -> bool | None:
