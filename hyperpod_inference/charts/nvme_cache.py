@@ -17,6 +17,7 @@ import functools
 import hashlib
 import io
 import json
+import posixpath
 import tokenize
 import zlib
 from collections.abc import Sequence
@@ -88,9 +89,11 @@ def model_spec(endpoint: Endpoint, region: str) -> dict[str, Any]:
 
 
 def _fsx_node_model_path(endpoint: Endpoint) -> str:
+    """``model.fsx.path`` under ``nodePath``, in one spelling (the config refuses ``.``/``..`` segments): repeated
+    and trailing slashes go, so the agent's spec and cache directory do not depend on how the path was written."""
     fsx = endpoint.model.fsx
     assert fsx is not None and fsx.node_path
-    return fsx.node_path.rstrip("/") + "/" + fsx.path.lstrip("/") if fsx.path != "/" else fsx.node_path
+    return posixpath.normpath("/" + "/".join(p for p in f"{fsx.node_path}/{fsx.path}".split("/") if p))
 
 
 def _source_mounts(endpoint: Endpoint) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -924,6 +924,7 @@ class Endpoint(Strict):
         jsm = self.kind == "JumpStartModel"
         source = self.model.kind
         e += [_err(loc, msg) for loc, msg in safety.token_shaped_values(self)]
+        e += [_err(loc, msg) for loc, msg in safety.local_path_problems(self)]
         if jsm and source != "jumpstart":
             e.append(_err(("model", source), "kind: JumpStartModel takes only a jumpstart source"))
         if not jsm and source == "jumpstart":

@@ -36,6 +36,18 @@ def token_shaped_values(endpoint: Endpoint) -> list[Problem]:
     return problems
 
 
+def local_path_problems(endpoint: Endpoint) -> list[Problem]:
+    """``model.fsx.path`` is the folder the NVMe agent copies from under ``nodePath`` (and the operator's
+    ``modelLocation``): a ``.`` or ``..`` segment may spell the file system's root or a folder outside it (``/..``
+    under ``/fsx`` is the node's root directory), so the path must be written without them. Repeated and trailing
+    slashes are harmless and normalized where the path is used."""
+    fsx = endpoint.model.fsx
+    if fsx is None or not any(part in (".", "..") for part in fsx.path.split("/")):
+        return []
+    return [(("model", "fsx", "path"), "must not contain '.' or '..' segments (a folder of the file system, "
+                                       "written as an absolute path from its root)")]
+
+
 def payload_text(payload: str | dict[str, Any] | list[Any]) -> str:
     """A verify payload as sent: a string as given, a mapping or list as compact JSON."""
     return safety.json_body(payload)

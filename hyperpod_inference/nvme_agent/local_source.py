@@ -42,6 +42,9 @@ def plan(spec: dict) -> tuple[str, list[dict]]:
         raise FileNotFoundError(f"local model path {root} does not exist or is not a directory")
     mount = os.path.realpath(spec.get("mount") or root)
     real_root = os.path.realpath(root)
+    if "/" in (mount, real_root):  # a link to the root is the root in another spelling: the node's whole file system
+        raise LinkOutsideMount(f"local model path {root} (mount {spec.get('mount') or root}) leads to the root "
+                               "directory: the agent copies only a folder of a node-mounted file system")
     if not _inside(real_root, mount):
         raise LinkOutsideMount(f"local model path {root} leads to {real_root}, outside the mount {mount}")
     entries: list[dict] = []

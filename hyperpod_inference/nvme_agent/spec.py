@@ -86,20 +86,30 @@ def normalize_spec(spec: dict | str) -> dict:
         path = spec.get("path")
         if not isinstance(path, str) or not path.startswith("/"):
             raise SpecError("local model spec needs an absolute 'path' (a directory on the node)")
-        path = posixpath.normpath(path)
+        path = normal_path(path)
         if path == "/":
-            raise SpecError("local model 'path' must not be the root directory")
+            raise SpecError(f"local model 'path' {spec['path']!r} is the root directory (the node's whole file system)")
         out = {"source": LOCAL, "path": path}
         mount = spec.get("mount")
         if mount is not None:
             if not isinstance(mount, str) or not mount.startswith("/"):
                 raise SpecError("local model 'mount' must be an absolute path (the node-mounted file system)")
-            mount = posixpath.normpath(mount)
-            if mount == "/" or (path != mount and not path.startswith(mount + "/")):
+            mount = normal_path(mount)
+            if mount == "/":
+                raise SpecError(f"local model 'mount' {spec['mount']!r} is the root directory (the node's whole file "
+                                "system)")
+            if path != mount and not path.startswith(mount + "/"):
                 raise SpecError(f"local model 'path' {path} must be inside its 'mount' {mount} (not the root)")
             out["mount"] = mount
         return out
     raise SpecError(f"model spec 'source' must be one of {list(SOURCES)}, got {source!r}")
+
+
+def normal_path(path: str) -> str:
+    """An absolute path in its one spelling: ``.``, ``..``, repeated and trailing slashes resolved lexically. Unlike
+    ``posixpath.normpath``, a leading ``//`` becomes ``/`` too (POSIX leaves it implementation-defined; on Linux it is
+    the root), so every spelling of the root directory is ``/``."""
+    return "/" + posixpath.normpath(path).lstrip("/")
 
 
 def is_commit_sha(revision: str) -> bool:

@@ -110,6 +110,15 @@ def test_the_pods_run_the_agent_through_the_bootstrap_pinned_to_the_code_hash():
     assert len(BOOTSTRAP) < 300
 
 
+def test_an_fsx_models_agent_path_is_written_in_one_spelling():
+    # GIVEN FSx sources whose folder is written with repeated and trailing slashes, or as the file system's root
+    fsx = {"fileSystemId": "fs-0123456789abcdef0", "nodePath": "/fsx"}
+    # WHEN their agent specs are made THEN the path is normalized under the mount, never the node's root
+    assert plan_for(model={"fsx": {**fsx, "path": "//models//qwen/"}}).spec == {
+        "source": "local", "path": "/fsx/models/qwen", "mount": "/fsx"}
+    assert plan_for(model={"fsx": {**fsx, "path": "//"}}).spec == {"source": "local", "path": "/fsx", "mount": "/fsx"}
+
+
 def test_each_namespace_gets_its_own_cache_root_unless_shared():
     # GIVEN the same model served in two namespaces
     plans = [plan_for(namespace=ns) for ns in ("team-a", "team-b")]

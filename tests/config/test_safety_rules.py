@@ -101,6 +101,15 @@ def test_an_unsafe_fsx_node_path_is_refused():
     assert "endpoints[0].model.fsx.nodePath: must not be /proc or under it" in problems_of(cfg)
 
 
+@pytest.mark.parametrize("path", ["/..", "/qwen/../..", "/./", "/qwen/.", "//.."])
+def test_an_fsx_model_path_with_dot_segments_is_refused(path):
+    # GIVEN an FSx source whose folder is spelled with '.' or '..' (/.. under /fsx is the node's root directory)
+    cfg = config_with(model={"fsx": {"fileSystemId": "fs-0123456789abcdef0", "path": path, "nodePath": "/fsx"}},
+                      weightCache={"mode": "daemonset"})
+    # WHEN the config is validated THEN model.fsx.path is named with the rule
+    assert "endpoints[0].model.fsx.path: must not contain '.' or '..' segments" in problems_of(cfg)
+
+
 @pytest.mark.parametrize("path", ["/opt/dlami/nvme", "/mnt/k8s-disks/0", "/var/lib/models", "/opt/lib"])
 def test_a_data_directory_is_accepted_as_host_path(path):
     cfg = parse_config(config_with(weightCache={"mode": "daemonset", "hostPath": path}))

@@ -149,6 +149,42 @@ def test_bad_local_paths_are_spec_errors(bad):
         normalize_spec({"source": "local", "path": bad})
 
 
+@pytest.mark.parametrize("root", ["//", "///", "/./", "/..", "/tmp/..", "//tmp/..", "/tmp/../", "/.//./"])
+def test_every_spelling_of_the_root_directory_is_refused_as_path_and_as_mount(root):
+    from hyperpod_inference.nvme_agent import SpecError, normalize_spec
+
+    # GIVEN a local spec whose path is the root directory spelled another way
+    # WHEN it is checked THEN it is a spec error naming the root directory (never a copy of the node's file system)
+    with pytest.raises(SpecError, match="is the root directory"):
+        normalize_spec({"source": "local", "path": root})
+    # AND a mount that is the root is refused even when the path under it is a real folder
+    with pytest.raises(SpecError, match="'mount' .* is the root directory"):
+        normalize_spec({"source": "local", "path": "/fsx/models", "mount": root})
+
+
+def test_local_paths_are_normalized_including_a_leading_double_slash():
+    from hyperpod_inference.nvme_agent import normalize_spec
+
+    # GIVEN paths with a leading //, dot segments and trailing slashes WHEN normalized THEN one spelling each
+    assert normalize_spec({"source": "local", "path": "//fsx//models/./llama/", "mount": "//fsx/"}) == {
+        "source": "local", "path": "/fsx/models/llama", "mount": "/fsx"}
+
+
+def test_a_link_to_the_root_directory_is_refused_before_anything_is_copied(tmp_path):
+    # GIVEN a model path on the "mount" that is a link to the root directory
+    (tmp_path / "fsx").mkdir()
+    (tmp_path / "fsx" / "models").symlink_to("/")
+
+    # WHEN the agent ensures it (no mount given: the mount defaults to the path)
+    result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model",
+                       json.dumps(spec_of(tmp_path / "fsx" / "models")))
+
+    # THEN it refuses, naming the root directory, and copies nothing
+    assert result.returncode == 1, result.stderr
+    assert "leads to the root directory" in result.stderr
+    assert not (tmp_path / "nvme").exists() or not list((tmp_path / "nvme").rglob("*.partial"))
+
+
 def test_warm_turns_garbage_collection_back_on_for_its_loop(tmp_path):
     # GIVEN the collector off, as `python -m nvme_agent` starts every command, and a models file with one local model
     import gc
