@@ -1,25 +1,19 @@
 """Node-local NVMe weight cache (``weightCache.mode: daemonset``): the agent ConfigMap, the warm-cache DaemonSet,
 and the pieces of the custom resource (hostPath volumes and the cold-cache fallback init container).
 
-The agent (``hyperpod_inference/nvme_agent``) reaches the pods as an immutable ConfigMap named by its content hash,
-built from the package at synth time: the package's files without docstrings or comments, in one zlib-compressed
-Python program that imports them as the ``nvme_agent`` package (:func:`bundle_of`). It runs in the endpoint's runtime image (already on the node) unless ``weightCache.agentImage`` names
-another one, through a short inline ``python3 -c`` bootstrap in the pod spec that hashes the mounted bundle, runs the
-agent only when the hash is the one the pod spec names, and imports the agent from the bytes it hashed. Next to the
-code, a gc Job (:class:`NvmeAgentGc`) deletes the stack's previous code ConfigMaps once nothing mounts them.
+The agent (``hyperpod_inference/nvme_agent``, packaged by :mod:`.agent_bundle`) reaches the pods as an immutable
+ConfigMap named by its content hash. It runs in the endpoint's runtime image (already on the node) unless
+``weightCache.agentImage`` names another one, through the bundle's short inline bootstrap. Next to the code, a gc
+Job (:class:`NvmeAgentGc`) deletes the stack's previous code ConfigMaps once nothing mounts them.
 """
 
 from __future__ import annotations
 
-import ast
 import base64
 import functools
 import hashlib
-import io
 import json
 import posixpath
-import tokenize
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,13 +23,12 @@ import cdk8s_plus_28 as kplus
 from constructs import Construct
 
 from ..config.models import Endpoint
-from ..nvme_agent import agent_source_files, model_relative_dir
+from ..nvme_agent import model_relative_dir
 from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, GC_TIMEOUT_SECONDS, TOKEN_DIR
+from .agent_bundle import AGENT_BUNDLE, AGENT_MOUNT, PYTHON, agent_bundle, agent_code_hash, agent_command
 from .endpoint import MANAGED_BY, SecretRef
 from .runtimes import PRESETS
 
-AGENT_MOUNT = "/opt/nvme-agent"  # the code ConfigMap's mount: <AGENT_MOUNT>/<AGENT_BUNDLE>
-AGENT_BUNDLE = "agent.z"
 USAGE_MOUNT = "/usage"  # <hostPath>/.usage: every root's usage record, read when the free-space goal fails
 USAGE_DIR = ".usage"
 PARENT_MOUNT = "/cache-parent"  # <hostPath> itself: only the warm DaemonSet's evict-legacy init container
@@ -48,7 +41,6 @@ AGENT_CODE_VOLUME = "nvme-agent-code"
 AGENT_TMP_VOLUME = "nvme-agent-tmp"
 FSX_SOURCE_VOLUME = "nvme-fsx-source"
 AGENT_CODE_CONFIGMAP = "nvme-agent-code"  # default name prefix; one per namespace and code hash
-EXIT_CODE_MISMATCH = 6
 TOKEN_VOLUME = "nvme-hf-token"
 TOKEN_MOUNT = TOKEN_DIR  # the agent reads <TOKEN_MOUNT>/token by default: its containers carry no env for it
 CODE_PREFIX_LABEL = "hyperpod-inference/agent-code"  # on every code ConfigMap: the stack's prefix
@@ -277,7 +269,7 @@ class NvmeCachePlan:
             # in any image the agent runs in (`test` may be missing from a slim one).
             fill["command"] += ["--hold", READY_FILE]
             fill["restartPolicy"] = "Always"
-            fill["startupProbe"] = {"exec": {"command": ["python3", READY_FILE]}, "periodSeconds": 1,
+            fill["startupProbe"] = {"exec": {"command": [*PYTHON, READY_FILE]}, "periodSeconds": 1,
                                     "failureThreshold": READY_WAIT_SECONDS}
         return (fill,)
 
@@ -407,106 +399,8 @@ class NvmeCache(Construct):
             ingress=kplus.NetworkPolicyTraffic(default=kplus.NetworkPolicyTrafficDefault.DENY))
 
 
-def strip_source(text: str) -> str:
-    """``text`` without docstrings, comments and blank lines (outside strings); every other line is unchanged, so
-    the code runs on any Python that runs the original."""
-    replace: dict[int, str | None] = {}
-    for node in ast.walk(ast.parse(text)):
-        body = getattr(node, "body", None)
-        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) or not body:
-            continue
-        first = body[0]
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-            for line in range(first.lineno, (first.end_lineno or first.lineno) + 1):
-                replace[line] = None
-            if len(body) == 1:  # a body of only a docstring still needs a statement
-                replace[first.lineno] = " " * first.col_offset + "pass\n"
-    comments: dict[int, int] = {}
-    in_string: set[int] = set()
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.COMMENT:
-            comments[tok.start[0]] = tok.start[1]
-        elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
-            in_string.update(range(tok.start[0] + 1, tok.end[0] + 1))
-    out = []
-    for number, line in enumerate(text.splitlines(keepends=True), 1):
-        if number in replace:
-            if replace[number] is not None:
-                out.append(replace[number])
-            continue
-        if number in comments:
-            line = line[:comments[number]].rstrip() + "\n"
-        if line.strip() or number in in_string:
-            out.append(line)
-    return "".join(out)
-
-
-def shipped_source_files() -> dict[str, str]:
-    """The agent's files as they ship: without docstrings or comments."""
-    return {name: strip_source(text) for name, text in agent_source_files().items()}
-
-
-#: What the bundle runs once the bootstrap has checked its hash: the files (``F``) imported as the ``nvme_agent``
-#: package from the very bytes that were hashed (nothing is read again), run as ``python -m nvme_agent <args>``.
-_LOADER = "\n".join([
-    "import runpy,sys,importlib.util as u",
-    "class L:",
-    " def __init__(s,k):s.k=k",
-    " def create_module(s,p):return None",
-    " def get_code(s,n):return compile(F[s.k],'nvme_agent/'+s.k,'exec')",
-    " def exec_module(s,m):exec(s.get_code(m.__name__),m.__dict__)",
-    " def is_package(s,n):return s.k=='__init__.py'",
-    "class M:",
-    " def find_spec(s,n,p=None,t=None):",
-    "  k='__init__.py' if n=='nvme_agent' else n[11:]+'.py' if n.startswith('nvme_agent.') else ''",
-    "  return u.spec_from_loader(n,L(k),origin='nvme_agent/'+k,is_package=k=='__init__.py') if k in F else None",
-    "sys.meta_path.insert(0,M())",
-    "sys.argv=['nvme_agent']+sys.argv[3:]",
-    "runpy.run_module('nvme_agent',run_name='__main__',alter_sys=True)",
-    "",
-])
-
-
-def bundle_of(files: dict[str, str]) -> bytes:
-    """``files`` (name -> source) as a bundle: one zlib-compressed Python program that imports them as the
-    ``nvme_agent`` package and runs it (deterministic: the same files give the same bytes)."""
-    return zlib.compress(f"F={dict(sorted(files.items()))!r}\n{_LOADER}".encode(), 9)
-
-
-def bundle_files(bundle: bytes) -> dict[str, str]:
-    """The files a bundle carries (the inverse of :func:`bundle_of`)."""
-    head = zlib.decompress(bundle).decode().split("\n", 1)[0]
-    return ast.literal_eval(head[len("F="):])
-
-
-@functools.cache
-def agent_bundle() -> bytes:
-    """The shipped files as one bundle (:func:`bundle_of`)."""
-    return bundle_of(shipped_source_files())
-
-
-def agent_code_hash() -> str:
-    return hashlib.sha256(agent_bundle()).hexdigest()
-
-
 def agent_code_configmap_name(prefix: str = AGENT_CODE_CONFIGMAP) -> str:
     return f"{prefix}-{agent_code_hash()[:10]}"
-
-
-# Hashes the mounted bundle and runs it only on a match (it then imports the agent from the bytes it hashed), else
-# exits 6 naming the mismatch. Kept short: it is in every agent container's command. argv: <sha256> <bundle> <args...>
-BOOTSTRAP = "\n".join([
-    "import hashlib,sys,zlib",
-    "d=open(sys.argv[2],'rb').read()",
-    "if hashlib.sha256(d).hexdigest()!=sys.argv[1]:print('nvme-agent: code hash mismatch',"
-    f"file=sys.stderr);sys.exit({EXIT_CODE_MISMATCH})",
-    "exec(zlib.decompress(d))",
-])
-
-
-def agent_command(*args: str) -> list[str]:
-    """The container command running the agent with ``args`` through the bootstrap, pinned to the code's hash."""
-    return ["python3", "-c", BOOTSTRAP, agent_code_hash(), f"{AGENT_MOUNT}/{AGENT_BUNDLE}", *args]
 
 
 def _code_volume(configmap_name: str) -> dict[str, Any]:

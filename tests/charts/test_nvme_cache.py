@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import base64
 import copy
 import hashlib
@@ -11,25 +10,25 @@ import json
 import cdk8s
 import yaml
 
+from hyperpod_inference.charts.agent_bundle import (
+    AGENT_BUNDLE,
+    BOOTSTRAP,
+    agent_code_hash,
+    bundle_files,
+    shipped_source_files,
+)
 from hyperpod_inference.charts.endpoint import SecretRef
 from hyperpod_inference.charts.nvme_cache import (
-    AGENT_BUNDLE,
     AGENT_CODE_CONFIGMAP,
-    BOOTSTRAP,
     READY_FILE,
     READY_WAIT_SECONDS,
     NvmeAgentCode,
     NvmeAgentGc,
     NvmeCache,
     NvmeCachePlan,
-    agent_bundle,
     agent_code_configmap_name,
-    agent_code_hash,
     agent_code_labels,
     agent_image,
-    bundle_files,
-    shipped_source_files,
-    strip_source,
 )
 from hyperpod_inference.config import parse_config
 from hyperpod_inference.nvme_agent import agent_source_files, model_relative_dir
@@ -95,7 +94,7 @@ def test_the_pods_run_the_agent_through_the_bootstrap_pinned_to_the_code_hash():
     bundle_path = f"/opt/nvme-agent/{AGENT_BUNDLE}"
     for command, verb in ((init["command"], "ensure"), (warm["containers"][0]["command"], "warm"),
                           (warm["containers"][0]["readinessProbe"]["exec"]["command"], "check")):
-        assert command[:6] == ["python3", "-c", BOOTSTRAP, agent_code_hash(), bundle_path, verb]
+        assert command[:7] == ["python3", "-I", "-c", BOOTSTRAP, agent_code_hash(), bundle_path, verb]
     # AND the code volume is the hash-named ConfigMap, mounted read-only where the bootstrap reads it
     for volumes in (plan.volumes(), warm["volumes"]):
         code_volume = next(v for v in volumes if v["name"] == "nvme-agent-code")
@@ -142,7 +141,7 @@ def test_each_namespace_gets_its_own_cache_root_unless_shared():
         # AND only the warm DaemonSet's evict-legacy init container mounts hostPath itself, to evict the models
         # earlier releases cached directly under it
         (legacy,) = pod["initContainers"]
-        assert legacy["command"][5:] == ["evict-legacy", "--cache-parent", "/cache-parent"]
+        assert legacy["command"][6:] == ["evict-legacy", "--cache-parent", "/cache-parent"]
         assert {"name": "nvme-cache-root", "mountPath": "/cache-parent"} in legacy["volumeMounts"]
         assert k8s_errors(synth(plan)["DaemonSet"], "1.28") == []
     # AND share_across_namespaces puts them in one root again (the usage record named _shared, nothing legacy)
@@ -154,34 +153,6 @@ def test_each_namespace_gets_its_own_cache_root_unless_shared():
     assert "initContainers" not in synth(shared)["DaemonSet"]["spec"]["template"]["spec"]
 
 
-def test_the_shipped_code_is_at_most_half_the_previous_template_cost():
-    # GIVEN the bytes the agent adds to a namespace's template: the base64 of its bundle
-    shipped = len(base64.b64encode(agent_bundle()))
-    full = sum(len(t.encode()) for t in agent_source_files().values())
-
-    # THEN it is at most half of the 99,467 bytes the full source took, and stripping kept every file compilable
-    print(f"agent ConfigMap payload: {shipped} bytes (full source {full} bytes)")
-    assert shipped <= 99_467 // 2
-    for name, text in shipped_source_files().items():
-        tree = ast.parse(text, name)
-        assert ast.get_docstring(tree) is None and "#" not in text.split("\n", 1)[0], name
-
-
-def test_strip_source_drops_docstrings_comments_and_blank_lines_but_keeps_strings():
-    # GIVEN code with a module, class and function docstring, comments, blank lines and a multi-line string
-    text = '"""Module."""\nimport os  # why\n\n\nclass A:\n    """Doc."""\n\n    def f(self):\n        """Only a doc."""\n' \
-        '\nX = """a\n\nb"""  # keep the blank line inside\n'
-
-    # WHEN it is stripped
-    out = strip_source(text)
-
-    # THEN only code is left, the function body is a pass, and the string keeps its blank line
-    assert out == 'import os\nclass A:\n    def f(self):\n        pass\nX = """a\n\nb"""\n'
-    namespace = {}
-    exec(out, namespace)
-    assert namespace["X"] == "a\n\nb"
-
-
 def test_daemonset_runs_on_the_endpoint_instance_type_and_is_ready_only_when_warm():
     objs = synth(plan_for())
     ds = objs["DaemonSet"]
@@ -191,8 +162,8 @@ def test_daemonset_runs_on_the_endpoint_instance_type_and_is_ready_only_when_war
     assert terms == [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
                                             "values": ["ml.g5.8xlarge"]}]}]
     container = pod["containers"][0]
-    assert container["command"][5] == "warm"
-    assert container["readinessProbe"]["exec"]["command"][5] == "check"
+    assert container["command"][6] == "warm"
+    assert container["readinessProbe"]["exec"]["command"][6] == "check"
     assert container["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"},
                                       "limits": {"cpu": "2", "memory": "1Gi"}}
     assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}}
@@ -247,7 +218,7 @@ def test_the_init_container_leases_the_model_under_the_pods_name():
     (init,) = plan.init_containers()
 
     # THEN ensure takes a lease named after the pod (its host name): its default, so the command names no holder
-    assert init["command"][5] == "ensure" and "--lease-holder" not in init["command"]
+    assert init["command"][6] == "ensure" and "--lease-holder" not in init["command"]
     # AND it is a plain init container: it ends, and nothing keeps the lease after its TTL
     assert "restartPolicy" not in init and "startupProbe" not in init and "--hold" not in init["command"]
 
@@ -261,10 +232,10 @@ def test_by_default_the_init_container_is_a_native_sidecar_holding_the_pods_leas
     # the model, then keeps the pod's lease (@hostname, ensure's default holder) until the pod ends
     assert fill["name"] == "nvme-cache-fill" and fill["restartPolicy"] == "Always"
     command = fill["command"]
-    assert command[5] == "ensure" and command[command.index("--hold") + 1] == READY_FILE
+    assert command[6] == "ensure" and command[command.index("--hold") + 1] == READY_FILE
     assert "--lease-holder" not in command
     # AND the model server starts only once its startup probe finds the ready file, run with the agent's python3
-    assert fill["startupProbe"] == {"exec": {"command": ["python3", READY_FILE]}, "periodSeconds": 1,
+    assert fill["startupProbe"] == {"exec": {"command": ["python3", "-I", READY_FILE]}, "periodSeconds": 1,
                                     "failureThreshold": READY_WAIT_SECONDS}
     # AND the ready file is in the pod's own emptyDir (new with each pod), not on the node
     tmp = next(m for m in fill["volumeMounts"] if READY_FILE.startswith(m["mountPath"] + "/"))
@@ -320,7 +291,8 @@ def test_the_gc_job_runs_the_hashed_bootstrap_non_root_in_the_image_and_on_the_n
     command = container["command"]
     # AND its pod runs `gc` through the bootstrap pinned to the code hash, from the current code ConfigMap, keeping
     # that one and selecting exactly this stack's code ConfigMaps by their labels
-    assert command[:6] == ["python3", "-c", BOOTSTRAP, agent_code_hash(), f"/opt/nvme-agent/{AGENT_BUNDLE}", "gc"]
+    assert command[:7] == ["python3", "-I", "-c", BOOTSTRAP, agent_code_hash(), f"/opt/nvme-agent/{AGENT_BUNDLE}",
+                           "gc"]
     assert _arg(command, "--current") == code["metadata"]["name"]
     assert pod["volumes"] == [{"name": "nvme-agent-code", "configMap": {"name": code["metadata"]["name"]}}]
     assert container["volumeMounts"] == [{"name": "nvme-agent-code", "mountPath": "/opt/nvme-agent",
@@ -393,7 +365,7 @@ def test_the_gc_job_is_a_new_job_whenever_its_spec_changes(monkeypatch):
     other_image = NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", TOKEN, None,
                                 code_configmap_prefix="my-stack-nvme-agent")
     by_image = gc_chart(other_image)["Job"]["metadata"]["name"]
-    monkeypatch.setattr("hyperpod_inference.charts.nvme_cache.agent_code_hash", lambda: "f" * 64)
+    monkeypatch.setattr("hyperpod_inference.charts.agent_bundle.agent_code_hash", lambda: "f" * 64)
     by_code = gc_chart(plan)["Job"]["metadata"]["name"]
 
     # THEN each is another Job (a Job's pod template is immutable, so an applied change needs a new name)

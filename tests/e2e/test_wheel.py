@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hyperpod_inference.charts.nvme_cache import AGENT_BUNDLE, agent_bundle
+from hyperpod_inference.charts.agent_bundle import AGENT_BUNDLE, agent_bundle
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ import ssl
 
 import pytest
 
-from hyperpod_inference.charts.nvme_cache import agent_bundle, agent_code_hash
+from hyperpod_inference.charts.agent_bundle import agent_bundle, agent_code_hash
 
 from .conftest import run_agent
 from .fake_kube import FakeKube, pod_spec

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from hyperpod_inference.charts.nvme_cache import (
+from hyperpod_inference.charts.agent_bundle import (
     BOOTSTRAP,
     agent_bundle,
     agent_code_hash,
@@ -25,11 +25,11 @@ from .test_s3 import spec_of as s3_spec
 
 
 def bootstrap(bundle_path, code_hash, *args, env=None, cwd=None):
-    """``python3 -c BOOTSTRAP <hash> <bundle> <args>`` as the containers run it (no PYTHONPATH: the agent comes from
+    """``python3 -I -c BOOTSTRAP <hash> <bundle> <args>`` as the containers run it (no PYTHONPATH: the agent comes from
     the bundle only)."""
     run_env = agent_env(env)
     run_env.pop("PYTHONPATH")
-    return subprocess.run([sys.executable, "-c", BOOTSTRAP, code_hash, str(bundle_path), *map(str, args)],
+    return subprocess.run([sys.executable, "-I", "-c", BOOTSTRAP, code_hash, str(bundle_path), *map(str, args)],
                           env=run_env, cwd=cwd, capture_output=True, text=True, timeout=60)
 
 

@@ -43,7 +43,7 @@ def test_the_code_manifest_holds_the_gc_job_built_from_the_first_agent_pod_of_th
     (code,) = [o for o in objs if o["kind"] == "ConfigMap"]
     pod = job["spec"]["template"]["spec"]
     command = pod["containers"][0]["command"]
-    assert command[5] == "gc" and command[command.index("--current") + 1] == code["metadata"]["name"]
+    assert command[6] == "gc" and command[command.index("--current") + 1] == code["metadata"]["name"]
     # AND it takes the image and nodes of the namespace's first agent pod by endpoint name (a-chat, added second)
     assert pod["containers"][0]["image"] == OWN_IMAGE
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]

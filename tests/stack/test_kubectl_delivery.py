@@ -12,7 +12,7 @@ import cdk8s
 import pytest
 from aws_cdk.assertions import Template
 
-from hyperpod_inference.charts.nvme_cache import agent_bundle
+from hyperpod_inference.charts.agent_bundle import agent_bundle
 from hyperpod_inference.delivery import MAX_MANIFEST_BYTES, ManifestUnit
 from tests.k8s_validation import _strict, require_crds
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config

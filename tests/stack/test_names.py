@@ -9,7 +9,7 @@ from typing import Any
 import aws_cdk as cdk
 
 from hyperpod_inference import HyperPodInference, HyperPodInferenceStack, load_config, parse_config
-from hyperpod_inference.charts.nvme_cache import AGENT_BUNDLE
+from hyperpod_inference.charts.agent_bundle import AGENT_BUNDLE
 from tests.synth_helpers import DEFAULT_CONFIG
 
 NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName", "FunctionName")

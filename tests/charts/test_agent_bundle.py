@@ -1,0 +1,74 @@
+"""The agent as it ships: the stripped files in one bundle, and the bootstrap that runs it only on a hash match."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import subprocess
+import sys
+
+from hyperpod_inference.charts.agent_bundle import (
+    AGENT_BUNDLE,
+    AGENT_MOUNT,
+    EXIT_CODE_MISMATCH,
+    agent_bundle,
+    agent_code_hash,
+    agent_command,
+    shipped_source_files,
+    strip_source,
+)
+from hyperpod_inference.nvme_agent import agent_source_files
+
+
+def test_the_shipped_code_is_at_most_half_the_previous_template_cost():
+    # GIVEN the bytes the agent adds to a namespace's template: the base64 of its bundle
+    shipped = len(base64.b64encode(agent_bundle()))
+    full = sum(len(t.encode()) for t in agent_source_files().values())
+
+    # THEN it is at most half of the 99,467 bytes the full source took, and stripping kept every file compilable
+    print(f"agent ConfigMap payload: {shipped} bytes (full source {full} bytes)")
+    assert shipped <= 99_467 // 2
+    for name, text in shipped_source_files().items():
+        tree = ast.parse(text, name)
+        assert ast.get_docstring(tree) is None and "#" not in text.split("\n", 1)[0], name
+
+
+def test_strip_source_drops_docstrings_comments_and_blank_lines_but_keeps_strings():
+    # GIVEN code with a module, class and function docstring, comments, blank lines and a multi-line string
+    text = '"""Module."""\nimport os  # why\n\n\nclass A:\n    """Doc."""\n\n    def f(self):\n        """Only a doc."""\n' \
+        '\nX = """a\n\nb"""  # keep the blank line inside\n'
+
+    # WHEN it is stripped
+    out = strip_source(text)
+
+    # THEN only code is left, the function body is a pass, and the string keeps its blank line
+    assert out == 'import os\nclass A:\n    def f(self):\n        pass\nX = """a\n\nb"""\n'
+    namespace = {}
+    exec(out, namespace)
+    assert namespace["X"] == "a\n\nb"
+
+
+def test_the_bootstrap_runs_python_isolated_so_nothing_from_the_working_directory_or_pythonpath_is_imported(
+        tmp_path):
+    # GIVEN a working directory and a PYTHONPATH folder that each hold a hashlib.py and a zlib.py (what the
+    # bootstrap imports before its hash check), which would exit 99 if imported; and the bundle mounted as a file
+    for folder in (tmp_path / "cwd", tmp_path / "path"):
+        folder.mkdir()
+        for module in ("hashlib", "zlib"):
+            (folder / f"{module}.py").write_text("raise SystemExit(99)\n")
+    bundle = tmp_path / "agent.z"
+    bundle.write_bytes(agent_bundle())
+    command = agent_command("--help")
+    assert command[0] == "python3"
+
+    # WHEN a container runs the command from that directory with that PYTHONPATH (and PYTHONSAFEPATH unset), but
+    # names another hash than the bundle's
+    argv = [sys.executable, *command[1:]]
+    argv[argv.index(agent_code_hash())] = "0" * 64
+    argv[argv.index(f"{AGENT_MOUNT}/{AGENT_BUNDLE}")] = str(bundle)
+    result = subprocess.run(argv, cwd=tmp_path / "cwd", env={"PYTHONPATH": str(tmp_path / "path")},
+                            capture_output=True, text=True, timeout=60)
+
+    # THEN the real hashlib checked the hash and refused it: neither folder's modules ran
+    assert result.returncode == EXIT_CODE_MISMATCH, result.stderr
+    assert "code hash mismatch" in result.stderr
