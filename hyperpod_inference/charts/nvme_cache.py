@@ -451,7 +451,8 @@ class NvmeAgentGc(Construct):
                                                     automount_token=True)
         self.role = kplus.Role(self, "Role", metadata=meta(name=name))
         self.role.allow(["list"], kplus.ApiResource.PODS, kplus.ApiResource.DAEMON_SETS, kplus.ApiResource.DEPLOYMENTS,
-                        kplus.ApiResource.STATEFUL_SETS, kplus.ApiResource.REPLICA_SETS, kplus.ApiResource.JOBS)
+                        kplus.ApiResource.STATEFUL_SETS, kplus.ApiResource.REPLICA_SETS, kplus.ApiResource.JOBS,
+                        kplus.ApiResource.CRON_JOBS)
         self.role.allow(["list", "delete"], kplus.ApiResource.CONFIG_MAPS)
         self.role_binding = kplus.RoleBinding(self, "RoleBinding", metadata=meta(name=name), role=self.role)
         self.role_binding.add_subjects(self.service_account)

@@ -1,12 +1,15 @@
 """``gc``: delete this stack's old agent code ConfigMaps of a namespace once nothing references them.
 
 Runs in a Job next to the current code ConfigMap, with its own service account, against the Kubernetes API (stdlib
-only: ``urllib.request`` with an ``ssl`` context from the service account's CA). A code ConfigMap (labels matching
-``--selector``) other than ``--current`` is deleted when no pod that is not Succeeded/Failed, no DaemonSet, no
-Deployment / StatefulSet / ReplicaSet with ``spec.replicas`` or ``status.replicas`` > 0 and no unfinished Job mounts
-it (a ``configMap`` volume or a projected source). Only ConfigMaps older than the current one are touched: when a
-newer one exists, a later deploy's Job owns the collection and this one stops. Loops every ``--interval`` until none
-is left (exit 0) or ``--timeout`` passes (exit 1, naming what still references each).
+only: ``urllib.request`` with an ``ssl`` context from the service account's CA). A ConfigMap is this stack's code
+when it carries the labels of ``--selector`` (the stack's prefix among them) AND its name is the current one's stem
+and another code hash (``<prefix>-<10 hex>``): a ConfigMap someone else labels alike is never touched. One other than
+``--current`` is deleted when nothing could still start a pod that mounts it (a ``configMap`` volume or a projected
+source): no pod that is not Succeeded/Failed, no DaemonSet, Deployment, StatefulSet, ReplicaSet or CronJob at all
+(scaled to zero, suspended or kept as a Deployment's rollout history: scaling up or rolling back would start pods
+that need it) and no unfinished Job. Only ConfigMaps older than the current one are touched: when a newer one exists,
+a later deploy's Job owns the collection and this one stops. Loops every ``--interval`` until none is left (exit 0)
+or ``--timeout`` passes (exit 1, naming what still references each).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import ssl
 import time
 import urllib.error
@@ -28,7 +32,9 @@ REQUEST_TIMEOUT = 10.0
 #: (kind, API path prefix, resource) of the objects whose pod templates count as references
 WORKLOADS = (("DaemonSet", "/apis/apps/v1", "daemonsets"), ("Deployment", "/apis/apps/v1", "deployments"),
              ("StatefulSet", "/apis/apps/v1", "statefulsets"), ("ReplicaSet", "/apis/apps/v1", "replicasets"),
-             ("Job", "/apis/batch/v1", "jobs"))
+             ("Job", "/apis/batch/v1", "jobs"), ("CronJob", "/apis/batch/v1", "cronjobs"))
+#: A code ConfigMap's name after its stack's prefix: ``-`` and the first 10 hex digits of the code hash.
+CODE_SUFFIX = r"-[0-9a-f]{10}"
 
 
 class ApiError(Exception):
@@ -85,21 +91,33 @@ def mounted(pod_spec: dict) -> set:
     return names
 
 
-def _active(kind: str, obj: dict) -> bool:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if kind == "DaemonSet":
+def _may_start_pods(kind: str, obj: dict) -> bool:
+    """Whether ``obj`` may still start a pod from its template: every workload may (one scaled to zero, suspended or
+    in a Deployment's rollout history is scaled up or rolled back), except a finished Job."""
+    if kind != "Job":
         return True
-    if kind == "Job":
-        return not any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-                       for c in status.get("conditions") or [])
-    return spec.get("replicas", 1) > 0 or (status.get("replicas") or 0) > 0
+    return not any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                   for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def _pod_template_spec(kind: str, obj: dict) -> dict:
+    spec = obj.get("spec") or {}
+    if kind == "CronJob":
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    return (spec.get("template") or {}).get("spec") or {}
+
+
+def is_code_of(name: str, current: str) -> bool:
+    """``name`` is a code ConfigMap of the stack that ``current`` is (the same prefix, another code hash)."""
+    stem = current[:-11] if re.fullmatch(r".+" + CODE_SUFFIX, current) else current
+    return re.fullmatch(re.escape(stem) + CODE_SUFFIX, name) is not None
 
 
 def referrers(api: Api) -> dict:
-    """ConfigMap name -> the objects that still mount it (``Kind/name``)."""
+    """ConfigMap name -> the objects that may still start a pod that mounts it (``Kind/name``)."""
     refs: dict = {}
-    found = [(kind, o, (o.get("spec") or {}).get("template", {}).get("spec") or {})
-             for kind, prefix, resource in WORKLOADS for o in api.list(prefix, resource) if _active(kind, o)]
+    found = [(kind, o, _pod_template_spec(kind, o))
+             for kind, prefix, resource in WORKLOADS for o in api.list(prefix, resource) if _may_start_pods(kind, o)]
     found += [("Pod", p, p.get("spec") or {}) for p in api.list("/api/v1", "pods")
               if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     for kind, obj, pod_spec in found:
@@ -111,8 +129,10 @@ def referrers(api: Api) -> dict:
 def collect(api: Api, current: str, selector: str, said: dict) -> dict | None:
     """One pass: deletes the unreferenced old code ConfigMaps; returns those kept (name -> why), or None when a newer
     code ConfigMap than ``current`` exists (a later deploy's Job collects)."""
+    # this stack's code: its labels AND its name (the current one's prefix); anything else labelled alike is left
     maps = {c["metadata"]["name"]: c["metadata"] for c in api.list("/api/v1", "configmaps", selector)
-            if _selected(c["metadata"].get("labels") or {}, selector)}
+            if _selected(c["metadata"].get("labels") or {}, selector)
+            and (c["metadata"]["name"] == current or is_code_of(c["metadata"]["name"], current))}
     if current not in maps:
         raise ApiError(-1, f"the current code ConfigMap {current} is not in namespace {api.namespace} (selector "
                            f"{selector}): deleting nothing")

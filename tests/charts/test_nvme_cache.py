@@ -342,6 +342,7 @@ def test_the_gc_role_lists_what_can_mount_a_configmap_and_deletes_configmaps_onl
         (("",), ("pods",), ("list",)), (("apps",), ("daemonsets",), ("list",)),
         (("apps",), ("deployments",), ("list",)), (("apps",), ("statefulsets",), ("list",)),
         (("apps",), ("replicasets",), ("list",)), (("batch",), ("jobs",), ("list",)),
+        (("batch",), ("cronjobs",), ("list",)),
         (("",), ("configmaps",), ("list", "delete"))])
     assert role["metadata"]["namespace"] == "inference" and "ClusterRole" not in {o["kind"] for o in objs.values()}
     # AND the binding gives it to the gc ServiceAccount only

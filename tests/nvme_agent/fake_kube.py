@@ -12,7 +12,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PATHS = {"configmaps": "/api/v1", "pods": "/api/v1", "daemonsets": "/apis/apps/v1", "deployments": "/apis/apps/v1",
-         "statefulsets": "/apis/apps/v1", "replicasets": "/apis/apps/v1", "jobs": "/apis/batch/v1"}
+         "statefulsets": "/apis/apps/v1", "replicasets": "/apis/apps/v1", "jobs": "/apis/batch/v1",
+         "cronjobs": "/apis/batch/v1"}
 
 
 def pod_spec(*configmaps: str, projected: bool = False) -> dict:

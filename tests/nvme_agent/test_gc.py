@@ -60,16 +60,15 @@ def gc(kube, token_file, *, timeout=20.0, interval=0.1, extra=()):
                      "--timeout", timeout, *extra, timeout=60)
 
 
-def test_gc_deletes_old_code_nothing_mounts_and_keeps_every_referenced_one_until_its_timeout(kube, token_file):
-    # GIVEN old code ConfigMaps of this stack: one mounted only by objects that no longer run, others each mounted by
-    # a live referrer of one kind (a projected volume among them)
-    old = {k: f"{PREFIX}-{k * 10}" for k in "0123456"}
+def test_gc_deletes_old_code_nothing_can_mount_and_keeps_every_referenced_one_until_its_timeout(kube, token_file):
+    # GIVEN old code ConfigMaps of this stack: one mounted only by objects that can start no pod any more (ended
+    # pods, a finished Job), others each named by a referrer of one kind (a projected volume among them), workloads
+    # scaled to zero (or a Deployment's rollout history) and a suspended CronJob included
+    old = {k: f"{PREFIX}-{k * 10}" for k in "0123456789"}
     for name in old.values():
         kube.add("configmaps", code_map(name, "2026-12-01T11:00:00Z"))
     kube.add("pods", pod("done", old["0"], phase="Succeeded"))
     kube.add("pods", pod("crashed", old["0"], phase="Failed"))
-    kube.add("deployments", workload("scaled-down", old["0"], replicas=0, status={"replicas": 0}))
-    kube.add("replicasets", workload("old-rs", old["0"], replicas=0))
     kube.add("jobs", workload("finished", old["0"], replicas=None,
                               status={"conditions": [{"type": "Complete", "status": "True"}]}))
     kube.add("pods", pod("serving", old["1"]))
@@ -79,23 +78,38 @@ def test_gc_deletes_old_code_nothing_mounts_and_keeps_every_referenced_one_until
     kube.add("daemonsets", workload("nvme-warm-x", old["5"], replicas=None))
     kube.add("statefulsets", workload("sts", old["6"], replicas=1))
     kube.add("jobs", workload("running", old["6"], replicas=None, status={"active": 1}))
-    # AND code ConfigMaps that are not this stack's old code: another stack's, one without the code labels
+    kube.add("deployments", workload("scaled-down", old["7"], replicas=0, status={"replicas": 0}))
+    kube.add("replicasets", workload("history", old["7"], replicas=0))
+    kube.add("statefulsets", workload("sts-zero", old["8"], replicas=0))
+    kube.add("cronjobs", {"metadata": {"name": "nightly"}, "spec": {"suspend": True, "jobTemplate": {"spec": {
+        "template": {"spec": pod_spec(old["9"])}}}}})
+    # AND code ConfigMaps that are not this stack's old code: another stack's, one without the code labels, and
+    # ones with this stack's labels whose names are not this stack's code (another prefix, not a code hash)
     kube.add("configmaps", code_map("s2-nvme-agent-aaaaaaaaaa", "2026-12-01T10:00:00Z", prefix="s2-nvme-agent"))
     kube.add("configmaps", code_map(f"{PREFIX}-bbbbbbbbbb", "2026-12-01T10:00:00Z",
                                     labels={"app.kubernetes.io/name": "nvme-agent"}))
+    strangers = ("s2-nvme-agent-dddddddddd", f"{PREFIX}-settings", f"{PREFIX}-x-eeeeeeeeee", f"x{PREFIX}-eeeeeeeeee")
+    for name in strangers:
+        kube.add("configmaps", code_map(name, "2026-12-01T10:00:00Z"))
 
     # WHEN gc runs with a short timeout
     result = gc(kube, token_file, timeout=1.0)
 
     # THEN it deleted only the unreferenced old one, and timed out non-zero naming each kept one and its referrers
     assert result.returncode == 1, result.stderr
-    assert kube.names() == {CURRENT, *[old[k] for k in "123456"], "s2-nvme-agent-aaaaaaaaaa", f"{PREFIX}-bbbbbbbbbb"}
+    assert kube.names() == {CURRENT, *[old[k] for k in "123456789"], "s2-nvme-agent-aaaaaaaaaa",
+                            f"{PREFIX}-bbbbbbbbbb", *strangers}
     assert f"deleted {old['0']}" in result.stderr
+    assert [r[1].rsplit("/", 1)[1] for r in kube.requests if r[0] == "DELETE"] == [old["0"]]
     timeout_line = next(line for line in result.stderr.splitlines() if "timed out" in line)
     for key, referrer in (("1", "Pod/serving"), ("2", "Pod/pending"), ("3", "Deployment/model"),
-                          ("4", "ReplicaSet/model-abc"), ("5", "DaemonSet/nvme-warm-x")):
+                          ("4", "ReplicaSet/model-abc"), ("5", "DaemonSet/nvme-warm-x"),
+                          ("7", "Deployment/scaled-down, ReplicaSet/history"), ("8", "StatefulSet/sts-zero"),
+                          ("9", "CronJob/nightly")):
         assert f"{old[key]} (referenced by {referrer})" in timeout_line
     assert f"{old['6']} (referenced by Job/running, StatefulSet/sts)" in timeout_line
+    # AND the strangers are not even considered (never named as kept)
+    assert not [name for name in strangers if name in result.stderr]
     # AND each kept one was logged once, not every pass
     assert result.stderr.count(f"keeping {old['1']}: referenced by Pod/serving") == 1
     # AND it asked for this stack's code labels, with the service account's token, paging through long lists

@@ -65,3 +65,28 @@ def test_a_namespace_without_daemonset_cached_endpoints_gets_no_code_and_no_gc_j
     assert "plain-nvme-agent-code" not in s.manifests
     plain = [o for objs in s.manifests.values() for o in objs if (o.get("metadata") or {}).get("namespace") == "plain"]
     assert plain and not [o for o in plain if o["kind"] in ("Job", "ConfigMap", "Role", "NetworkPolicy")]
+
+
+def test_no_other_pod_of_the_library_runs_under_the_gc_service_account(two_namespaces):
+    # GIVEN every object of every manifest of the app (endpoints, warm DaemonSets, code, token syncs)
+    def service_accounts(node, where):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "serviceAccountName":
+                    yield where, value
+                else:
+                    yield from service_accounts(value, where)
+        elif isinstance(node, list):
+            for item in node:
+                yield from service_accounts(item, where)
+
+    objs = [o for manifest in two_namespaces.manifests.values() for o in manifest]
+    (gc_sa,) = [o["metadata"]["name"] for o in objs
+                if o["kind"] == "ServiceAccount" and o["metadata"]["name"].endswith("-gc")]
+    named = [(where, sa) for o in objs for where, sa in service_accounts(o, f"{o['kind']}/{o['metadata']['name']}")]
+
+    # THEN the gc Job is the one object that names the gc ServiceAccount (the others name their own or none, the
+    # namespace's default)
+    assert {o["kind"] for o in objs} >= {"DaemonSet", "InferenceEndpointConfig", "Job"}
+    assert [where for where, sa in named if sa == gc_sa] == [
+        next(f"Job/{o['metadata']['name']}" for o in objs if o["kind"] == "Job")]
