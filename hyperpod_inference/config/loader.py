@@ -18,8 +18,15 @@ PATTERN_DESCRIPTIONS = {**PRODUCTION_PATTERNS, **_PATTERNS}
 MAX_FILE_BYTES = 1024 * 1024
 #: ... with more alias references (``*name``) than this.
 MAX_ALIASES = 100
-#: ... or more YAML nodes than this once every alias is expanded (what validation would walk).
-MAX_NODES = 100_000
+#: ... or more YAML nodes than this, as written or once every alias is expanded (what validation would walk; a fleet
+#: of 300 endpoints of the heaviest benchmark profile has about 18,000).
+MAX_NODES = 50_000
+#: ... or mappings and sequences nested deeper than this, as written or once aliases are expanded (the default
+#: config nests 8 deep; a ``specOverrides`` patch adds its own levels).
+MAX_DEPTH = 32
+
+#: The event parser of the limits' first pass: libyaml's when PyYAML has it (its wheels do), else PyYAML's own.
+_EVENT_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ConfigError(ValueError):
@@ -73,21 +80,8 @@ class _LimitExceeded(yaml.MarkedYAMLError):
     """A config the loader refuses although it is valid YAML: duplicate keys, too many aliases or nodes."""
 
 
-class _ConfigYamlLoader(yaml.SafeLoader):
-    """PyYAML's SafeLoader that refuses duplicate keys and counts alias references while composing."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.alias_count = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            self.alias_count += 1
-            if self.alias_count > MAX_ALIASES:
-                event = self.peek_event()
-                raise _LimitExceeded(problem=f"more than {MAX_ALIASES} aliases (*name); the loader refuses it",
-                                     problem_mark=event.start_mark)
-        return super().compose_node(parent, index)
+class _NoDuplicateKeys(yaml.constructor.SafeConstructor):
+    """PyYAML's safe constructor that refuses duplicate keys (YAML would keep only the last one)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
@@ -107,12 +101,69 @@ class _ConfigYamlLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+class _ConfigYamlLoader(_NoDuplicateKeys, yaml.SafeLoader):
+    """PyYAML's SafeLoader (pure Python) that refuses duplicate keys."""
+
+
+#: The same with libyaml's parser and composer when PyYAML has them (its wheels do): about ten times faster on a
+#: large file. Either parses only what :func:`_check_events` let through.
+_FastConfigYamlLoader: type = (type("_FastConfigYamlLoader", (_NoDuplicateKeys, yaml.CSafeLoader), {})
+                               if hasattr(yaml, "CSafeLoader") else _ConfigYamlLoader)
+
+
+def _check_events(text: str, loader_class: type = _EVENT_LOADER) -> bool:
+    """The limits' first pass, before any node is built: walks the parser's events (flat, no recursion) and stops at
+    the first mapping or sequence nested deeper than MAX_DEPTH, the first node past MAX_NODES or the first alias
+    past MAX_ALIASES, so a deep or huge file is refused after reading only that far. True when libyaml parsed the
+    whole file; a file it finds invalid is walked again by PyYAML's own parser, whose error names the problem (as the
+    pure-Python load would), and False is returned when that one accepts it."""
+    depth = nodes = aliases = 0
+    loader = loader_class(text)
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _LimitExceeded(problem=f"mappings and sequences nested more than {MAX_DEPTH} deep; the "
+                                                 "loader refuses it", problem_mark=event.start_mark)
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+                continue
+            elif isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > MAX_ALIASES:
+                    raise _LimitExceeded(problem=f"more than {MAX_ALIASES} aliases (*name); the loader refuses it",
+                                         problem_mark=event.start_mark)
+            elif not isinstance(event, yaml.ScalarEvent):
+                continue
+            nodes += 1
+            if nodes > MAX_NODES:
+                raise _LimitExceeded(problem=f"more than {MAX_NODES} YAML nodes; the loader refuses it",
+                                     problem_mark=event.start_mark)
+    except _LimitExceeded:
+        raise
+    except yaml.YAMLError as err:
+        if "maximum nesting depth" in str(getattr(err, "problem", "")):  # libyaml's own limit (1000), checked ahead
+            raise _LimitExceeded(problem=f"mappings and sequences nested more than {MAX_DEPTH} deep; the loader "
+                                         "refuses it", problem_mark=getattr(err, "problem_mark", None)) from None
+        if loader_class is yaml.SafeLoader:
+            raise
+        _check_events(text, yaml.SafeLoader)
+        return False
+    finally:
+        loader.dispose()
+    return loader_class is not yaml.SafeLoader
+
+
 def _expanded_size(root: yaml.Node) -> int:
-    """How many nodes the document has with every alias expanded; stops counting past MAX_NODES."""
-    sizes: dict[int, int] = {}
+    """How many nodes the document has with every alias expanded; stops counting past MAX_NODES. Refuses a document
+    nested deeper than MAX_DEPTH once aliases are expanded (an alias of a deep node, placed deep)."""
+    sizes: dict[int, tuple[int, int]] = {}
     in_progress: set[int] = set()
 
-    def size(node: yaml.Node) -> int:
+    def size(node: yaml.Node) -> tuple[int, int]:
+        """(nodes, depth of mappings and sequences) of ``node`` expanded."""
         known = sizes.get(id(node))
         if known is not None:
             return known
@@ -120,7 +171,7 @@ def _expanded_size(root: yaml.Node) -> int:
             raise _LimitExceeded(problem="an alias refers to the node that contains it (a recursive structure)",
                                  problem_mark=node.start_mark)
         in_progress.add(id(node))
-        total = 1
+        total, depth = 1, 0
         if isinstance(node, yaml.SequenceNode):
             children: list[yaml.Node] = list(node.value)
         elif isinstance(node, yaml.MappingNode):
@@ -128,21 +179,30 @@ def _expanded_size(root: yaml.Node) -> int:
         else:
             children = []
         for child in children:
-            total += size(child)
+            child_total, child_depth = size(child)
+            total, depth = total + child_total, max(depth, child_depth)
             if total > MAX_NODES:
                 break
+        if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _LimitExceeded(problem=f"mappings and sequences nested more than {MAX_DEPTH} deep once aliases "
+                                             "are expanded; the loader refuses it", problem_mark=node.start_mark)
         in_progress.discard(id(node))
-        sizes[id(node)] = total
-        return total
+        sizes[id(node)] = (total, depth)
+        return total, depth
 
-    return size(root)
+    return size(root)[0]
 
 
 def load_yaml_text(text: str, source: str = "<config>") -> Any:
     """Parse one YAML document of a config: PyYAML's safe loader, plus the loader's refusals (duplicate keys, more
-    than MAX_ALIASES aliases, more than MAX_NODES nodes after alias expansion), each a ConfigError with its line."""
-    loader = _ConfigYamlLoader(text)
+    than MAX_ALIASES aliases, more than MAX_NODES nodes or nesting deeper than MAX_DEPTH, as written or after alias
+    expansion), each a ConfigError with its line. The limits are checked on the parser's events first, so a file
+    that breaks one is refused before a node is built (within a second for any file the size limit lets in)."""
+    loader: Any = None
     try:
+        loader = (_FastConfigYamlLoader if _check_events(text) else _ConfigYamlLoader)(text)
         root = loader.get_single_node()
         if root is None:
             return None
@@ -157,7 +217,8 @@ def load_yaml_text(text: str, source: str = "<config>") -> Any:
         what = "refused" if isinstance(err, _LimitExceeded) else "not valid YAML"
         raise ConfigError(source, [(where, f"{what}: {problem}")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_config(path: str | Path, *, cluster_object: bool = False) -> HyperPodConfig:

@@ -1,5 +1,6 @@
-"""The config loader refuses what YAML would silently accept or what would exhaust memory: duplicate keys, files that
-are not UTF-8, files over 1 MiB, more than 100 aliases, more than 100,000 nodes once aliases are expanded."""
+"""The config loader refuses what YAML would silently accept or what would exhaust memory or the stack: duplicate keys,
+files that are not UTF-8, files over 1 MiB, more than 100 aliases, more than 50,000 nodes or nesting deeper than 32,
+as written or once aliases are expanded."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_inference.config import ConfigError, load_config
-from hyperpod_inference.config.loader import MAX_ALIASES, MAX_FILE_BYTES, MAX_NODES
+from hyperpod_inference.config import ConfigError, load_config, loader
+from hyperpod_inference.config.loader import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TEXT = (REPO / "hyperpod.yaml").read_text()
@@ -115,3 +116,56 @@ def test_a_recursive_alias_is_refused(tmp_path):
     # WHEN / THEN the loader refuses it with a clear message
     with pytest.raises(ConfigError, match="recursive structure"):
         load_config(_write(tmp_path, "a: &a [*a]\n"))
+
+
+def _no_node_is_built(monkeypatch):
+    """Makes building the document's nodes fail the test: what is refused must be refused on the parser's events."""
+    def refuse(self):
+        raise AssertionError("the loader built the document's nodes")
+    for cls in {loader._ConfigYamlLoader, loader._FastConfigYamlLoader}:
+        monkeypatch.setattr(cls, "get_single_node", refuse)
+
+
+@pytest.mark.parametrize("style", ["flow sequences", "flow mappings", "block mappings"])
+def test_a_deeply_nested_file_is_a_config_error_before_any_node_is_built(tmp_path, monkeypatch, style):
+    # GIVEN a 10 KB file nested thousands deep (or just past the limit, in block style)
+    text = {"flow sequences": "x: " + "[" * 5000 + "]" * 5000,
+            "flow mappings": "x: " + "{a: " * 2000 + "1" + "}" * 2000,
+            "block mappings": "".join("  " * i + "a:\n" for i in range(MAX_DEPTH + 1)) + "  " * (MAX_DEPTH + 1) + "b: 1\n",
+            }[style]
+    _no_node_is_built(monkeypatch)
+    # WHEN it is loaded THEN it is a ConfigError naming the depth limit and the line (not a RecursionError traceback)
+    with pytest.raises(ConfigError, match=rf"line 1, column \d+: refused: mappings and sequences nested more than "
+                                          rf"{MAX_DEPTH} deep" if style != "block mappings" else
+                       rf"line {MAX_DEPTH + 1}, column \d+: refused: mappings and sequences nested more than {MAX_DEPTH}"):
+        load_config(_write(tmp_path, text))
+
+
+def test_nesting_up_to_the_limit_is_left_to_validation(tmp_path):
+    # GIVEN an unknown key nested exactly MAX_DEPTH deep (the top-level mapping is the first level)
+    text = DEFAULT_TEXT + "x-deep: " + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "\n"
+    # WHEN loaded THEN the loader passes it on, and only validation objects to the unknown key
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, text))
+    assert "x-deep: Extra inputs are not permitted" in str(err.value)
+
+
+def test_an_alias_placed_deep_is_refused_by_its_expanded_depth(tmp_path):
+    # GIVEN a node 20 deep and an alias of it placed 20 deep: 40 levels once expanded, each part within the limit
+    text = "x-a: &a " + "[" * 20 + "]" * 20 + "\nx-b: " + "[" * 20 + "*a" + "]" * 20 + "\n"
+    # WHEN / THEN the loader refuses it, naming the expanded depth
+    with pytest.raises(ConfigError, match=f"nested more than {MAX_DEPTH} deep once aliases are expanded"):
+        load_config(_write(tmp_path, text))
+
+
+def test_a_one_mib_file_of_flat_values_is_refused_at_the_node_limit_before_any_node_is_built(tmp_path, monkeypatch):
+    # GIVEN files of flat values just under 1 MiB: a list of short scalars past the node limit (but under the
+    # previous limit of 100,000), and a list of half a million
+    items = "".join(f"- v{i:06}\n" for i in range(MAX_NODES + 10_000))
+    values = ["x-values:\n" + items, "x-values: [" + ",".join("1" for _ in range(500_000)) + "]\n"]
+    _no_node_is_built(monkeypatch)
+    for text in values:
+        assert MAX_FILE_BYTES // 2 < len(text.encode()) <= MAX_FILE_BYTES
+        # WHEN each is loaded THEN it is refused on the parser's events, naming the node limit
+        with pytest.raises(ConfigError, match=f"refused: more than {MAX_NODES} YAML nodes"):
+            load_config(_write(tmp_path, text))
