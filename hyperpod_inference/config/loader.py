@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from ..facts.production import PATTERN_DESCRIPTIONS as PRODUCTION_PATTERNS
 from ..facts.rules import PATTERN_DESCRIPTIONS as _PATTERNS
+from . import safety
 from .models import HyperPodConfig
 
 PATTERN_DESCRIPTIONS = {**PRODUCTION_PATTERNS, **_PATTERNS}
@@ -70,10 +71,16 @@ def parse_config(data: Any, source: str = "<config>", *, cluster_object: bool = 
     """
     if not isinstance(data, dict):
         raise ConfigError(source, [("<root>", "the config must be a mapping (apiVersion, env, cluster, ...)")])
+    # a token-shaped string anywhere in the file (operator.addonConfigurationOverrides, an endpoint's specOverrides,
+    # tags, payload, ...), found even when other fields are invalid; the endpoints' own rule says the same
+    tokens = [(format_loc(path), message) for path, message in safety.token_shaped(data)]
     try:
-        return HyperPodConfig.model_validate(data, context={"cluster_object": cluster_object})
+        config = HyperPodConfig.model_validate(data, context={"cluster_object": cluster_object})
     except ValidationError as err:
-        raise ConfigError(source, _problems(err)) from None
+        raise ConfigError(source, list(dict.fromkeys(_problems(err) + tokens))) from None
+    if tokens:
+        raise ConfigError(source, tokens)
+    return config
 
 
 class _LimitExceeded(yaml.MarkedYAMLError):

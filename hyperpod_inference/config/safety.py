@@ -19,21 +19,39 @@ Problem = tuple[tuple[str | int, ...], str]
 TOKEN_FIELD = "model.huggingface.token"
 
 
-def token_shaped_values(endpoint: Endpoint) -> list[Problem]:
-    """A value in ``env`` or ``args`` that looks like a Hugging Face token would land in the template and the
-    manifests in clear text: refused, pointing at ``model.huggingface.token``."""
-    message = (f"looks like a Hugging Face token (hf_...); a token here is written in clear text into the template "
-               f"and the manifests. Store it in a secret and reference it with {TOKEN_FIELD} "
-               "(secretsManagerArn or kubernetesSecret)")
+TOKEN_MESSAGE = (f"looks like a Hugging Face token (hf_...); a token here is written in clear text into the "
+                 f"template and the manifests. Store it in a secret and reference it with {TOKEN_FIELD} "
+                 "(secretsManagerArn or kubernetesSecret)")
+TOKEN_KEY_MESSAGE = (f"has a key that looks like a Hugging Face token (hf_...); a token here is written in clear "
+                     f"text into the template and the manifests. Store it in a secret and reference it with "
+                     f"{TOKEN_FIELD} (secretsManagerArn or kubernetesSecret)")
+
+
+def token_shaped(value: Any, path: tuple[str | int, ...] = ()) -> list[Problem]:
+    """Every string in ``value`` (mappings, lists and tuples walked to any depth: keys too) that looks like a Hugging
+    Face token, as ``(path, message)``; the message never repeats the value (a key is named by its mapping)."""
     problems: list[Problem] = []
-    for name, value in (endpoint.env or {}).items():
-        # a {valueFrom: ...} reference carries no value of its own
-        if isinstance(value, str) and safety.looks_like_hf_token(value):
-            problems.append((("env", name), message))
-    for i, arg in enumerate(endpoint.args or []):
-        if safety.looks_like_hf_token(arg):
-            problems.append((("args", i), message))
+    stack: list[tuple[tuple[str | int, ...], Any]] = [(path, value)]
+    while stack:  # no recursion: the loader bounds the depth, this does not rely on it
+        where, node = stack.pop()
+        if isinstance(node, str):
+            if safety.looks_like_hf_token(node):
+                problems.append((where, TOKEN_MESSAGE))
+        elif isinstance(node, dict):
+            if any(isinstance(k, str) and safety.looks_like_hf_token(k) for k in node):
+                problems.append((where, TOKEN_KEY_MESSAGE))
+            stack += [((*where, k if isinstance(k, (str, int)) else str(k)), v) for k, v in reversed(node.items())]
+        elif isinstance(node, (list, tuple)):
+            stack += [((*where, i), v) for i, v in reversed(list(enumerate(node)))]
     return problems
+
+
+def token_shaped_values(endpoint: Endpoint) -> list[Problem]:
+    """A value anywhere in the endpoint (``env``, ``args``, ``command``, ``specOverrides``, ``tags``,
+    ``verify.payload``, annotations, labels, ... every string it holds) that looks like a Hugging Face token would
+    land in the template, the manifests, a stack output or a handler's logs in clear text: refused, pointing at
+    ``model.huggingface.token``. (The loader checks the whole file, every section, the same way.)"""
+    return token_shaped(endpoint.model_dump(by_alias=True, exclude_none=True))
 
 
 def local_path_problems(endpoint: Endpoint) -> list[Problem]:

@@ -131,6 +131,49 @@ def test_a_token_inside_an_argument_is_refused_naming_the_argument():
     assert "endpoints[0].args[2]: looks like a Hugging Face token" in message
 
 
+@pytest.mark.parametrize(("changes", "path"), [
+    ({"specOverrides": {"worker": {"environmentVariables": [{"name": "T", "value": TOKEN}]}}},
+     "endpoints[0].specOverrides.worker.environmentVariables[0].value"),
+    ({"tags": [{"name": "team", "value": f"ml {TOKEN}"}]}, "endpoints[0].tags[0].value"),
+    ({"verify": {"payload": {"inputs": f"token {TOKEN}"}}}, "endpoints[0].verify.payload.inputs"),
+    ({"verify": {"payload": f'{{"inputs": "{TOKEN}"}}'}}, "endpoints[0].verify.payload"),
+    ({"command": ["python3", "-m", "serve", f"--token={TOKEN}"]}, "endpoints[0].command[3]"),
+    ({"specOverrides": {"kubernetes": {"annotations": {"note": TOKEN}, "labels": {"k": TOKEN}}}},
+     "endpoints[0].specOverrides.kubernetes.annotations.note"),
+    ({"specOverrides": {"kubernetes": {"annotations": {TOKEN: "x"}}}}, "endpoints[0].specOverrides.kubernetes.annotations"),
+    ({"env": {"WRAPPED": {"valueFrom": {"secretKeyRef": {"name": TOKEN, "key": "t"}}}}},
+     "endpoints[0].env.WRAPPED.valueFrom.secretKeyRef.name"),
+])
+def test_a_token_in_any_free_form_field_of_an_endpoint_is_refused_naming_its_path(changes, path):
+    # GIVEN an endpoint with a Hugging Face token written into a free-form field (or as a key)
+    # WHEN the config is validated
+    message = problems_of(config_with(**changes))
+    # THEN the field's path is named with the rule, and the error does not repeat the token
+    assert f"{path}: " in message and "looks like a Hugging Face token" in message.split(f"{path}: ", 1)[1]
+    assert TOKEN not in message
+
+
+def test_a_token_in_the_operators_addon_overrides_is_refused_naming_its_path():
+    # GIVEN the add-on's configuration overrides carrying a token (a section outside the endpoints)
+    cfg = copy.deepcopy(DEFAULT)
+    cfg["operator"]["addonConfigurationOverrides"] = {"controller": {"env": {"HF": TOKEN}}}
+    # WHEN / THEN it is refused at its path
+    message = problems_of(cfg)
+    assert "operator.addonConfigurationOverrides.controller.env.HF: looks like a Hugging Face token" in message
+    assert TOKEN not in message
+
+
+def test_a_config_built_in_python_gets_the_endpoint_rule_too():
+    from hyperpod_inference.config.models import HyperPodConfig
+
+    # GIVEN a config built without the loader, whose endpoint's specOverrides carry a token
+    cfg = config_with(specOverrides={"worker": {"environmentVariables": [{"name": "T", "value": TOKEN}]}})
+    # WHEN the model validates it THEN the endpoint's own rule refuses it at the same path
+    with pytest.raises(ValueError, match="looks like a Hugging Face token") as err:
+        HyperPodConfig.model_validate(cfg)
+    assert "specOverrides" in str(err.value) and TOKEN not in str(err.value)
+
+
 def test_values_that_only_start_with_hf_are_accepted():
     cfg = parse_config(config_with(env={"HF_HOME": "/tmp/hf_cache", "MODE": "hf_transfer"}))
     assert cfg.endpoints[0].env["MODE"] == "hf_transfer"
