@@ -31,7 +31,7 @@ from .runtimes import PRESETS
 
 USAGE_MOUNT = "/usage"  # <hostPath>/.usage: every root's usage record, read when the free-space goal fails
 USAGE_DIR = ".usage"
-PARENT_MOUNT = "/cache-parent"  # <hostPath> itself: only the warm DaemonSet's evict-legacy init container
+PARENT_MOUNT = "/cache-parent"  # <hostPath> itself: only the evict-legacy init container (evictLegacyLayout: true)
 SHARED_ROOT_NAME = "_shared"  # the usage record's name of the one shared root (never a namespace name)
 MODELS_FILE = "models.json"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -172,6 +172,12 @@ class NvmeCachePlan:
         return f"{base}/{self.endpoint.namespace}"
 
     @property
+    def evict_legacy(self) -> bool:
+        """``weightCache.evictLegacyLayout``: the warm pods first evict the previous layout's models (mounting all of
+        ``hostPath``)."""
+        return self.endpoint.weight_cache.evict_legacy_layout
+
+    @property
     def host_base(self) -> str:
         """``weightCache.hostPath``: the volume the agent containers mount parts of (``subPath``)."""
         return self.endpoint.weight_cache.host_path.rstrip("/") or "/"
@@ -210,6 +216,8 @@ class NvmeCachePlan:
             "serviceAccount": self.service_account_name, "sources": _source_mounts(ep),
             # the watermark as it was spelled when the key was first written, so the names never move
             "args": ["--min-free-percent", str(ep.weight_cache.min_free_percent)],
+            # only when on, so that the default's names never move
+            **({"evictLegacy": True} if self.evict_legacy and not self.share_across_namespaces else {}),
         }, sort_keys=True)
 
     @property
@@ -355,10 +363,11 @@ class NvmeCache(Construct):
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "terminationGracePeriodSeconds": 30,
         }
-        if not first.share_across_namespaces:
-            # Models cached by earlier releases directly under hostPath (before per-namespace roots) are evicted,
-            # not orphaned: only this short-lived container mounts hostPath itself, and it removes nothing but
-            # unleased models of that layout (never a namespace's root).
+        if first.evict_legacy and not first.share_across_namespaces:
+            # weightCache.evictLegacyLayout, a one-time opt-in: models cached by earlier releases directly under
+            # hostPath (before per-namespace roots) are evicted, not orphaned. Only this short-lived container mounts
+            # hostPath itself (every namespace's folder), and it removes nothing but unleased models of that layout
+            # (never a namespace's root). By default no container mounts more than its namespace's root and .usage.
             pod_spec["initContainers"] = [{
                 "name": "nvme-evict-legacy",
                 "image": container["image"],

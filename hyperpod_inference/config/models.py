@@ -544,6 +544,7 @@ class WeightCache(Strict):
         "share_across_namespaces": NoCrd("the NVMe agent's cache layout"),
         "lease_sidecar": NoCrd("not verbatim: the library makes the NVMe agent's init container in "
                                "spec.kubernetes.initContainers a native sidecar"),
+        "evict_legacy_layout": NoCrd("the NVMe agent's warm DaemonSet (a one-time eviction of the previous layout)"),
     }
     mode: Literal["off", "operator", "daemonset"] = "off"
     """off; operator (the operator's weights cache, v3.3); daemonset (the NVMe agent warms every GPU node, an init
@@ -565,6 +566,10 @@ class WeightCache(Strict):
     Kubernetes 1.29+) that keeps the pod's lease on its model for the pod's whole life. false: a plain init
     container, whose lease lasts 600 s after the pod starts; the warm DaemonSet's lease keeps the model then. Turn it
     off where restartPolicy does not reach the pod: Kubernetes refuses the startup probe of a plain init container."""
+    evict_legacy_layout: bool = False
+    """daemonset: a one-time opt-in, for nodes that still hold models cached directly under hostPath by releases
+    before the per-namespace roots: the warm DaemonSet's pods first evict those (unleased) models. Its init container
+    mounts the whole hostPath, every namespace's folder: set it for one deploy, then remove it."""
 
     _safe_host_path = field_validator("host_path")(_safe_host_path)
 

@@ -138,11 +138,8 @@ def test_each_namespace_gets_its_own_cache_root_unless_shared():
             command = container["command"]
             assert command[command.index("--usage-dir"):command.index("--usage-dir") + 4] == [
                 "--usage-dir", "/usage", "--root-name", ns]
-        # AND only the warm DaemonSet's evict-legacy init container mounts hostPath itself, to evict the models
-        # earlier releases cached directly under it
-        (legacy,) = pod["initContainers"]
-        assert legacy["command"][6:] == ["evict-legacy", "--cache-parent", "/cache-parent"]
-        assert {"name": "nvme-cache-root", "mountPath": "/cache-parent"} in legacy["volumeMounts"]
+        # AND by default no container mounts hostPath itself (no init container evicts the previous layout)
+        assert "initContainers" not in pod
         assert k8s_errors(synth(plan)["DaemonSet"], "1.28") == []
     # AND share_across_namespaces puts them in one root again (the usage record named _shared, nothing legacy)
     shared = plan_for(namespace="team-a", share_across_namespaces=True)
@@ -150,6 +147,46 @@ def test_each_namespace_gets_its_own_cache_root_unless_shared():
     assert [m for m in fill["volumeMounts"] if m["mountPath"] == "/cache"] == [
         {"name": "nvme-cache-root", "mountPath": "/cache"}]
     assert fill["command"][fill["command"].index("--root-name") + 1] == "_shared"
+    assert "initContainers" not in synth(shared)["DaemonSet"]["spec"]["template"]["spec"]
+
+
+def _cache_mounts_of(pod_spec):
+    """Every container's (init ones too) mounts of the cache volume: (container, mountPath, subPath)."""
+    volume = next(v["name"] for v in pod_spec["volumes"] if v["name"] == "nvme-cache-root")
+    return [(c["name"], m["mountPath"], m.get("subPath"))
+            for c in [*pod_spec.get("initContainers", ()), *pod_spec["containers"]]
+            for m in c["volumeMounts"] if m["name"] == volume]
+
+
+def test_the_default_warm_daemonset_mounts_only_its_namespaces_folder_of_the_node_cache():
+    # GIVEN a namespace's warm DaemonSet with the default weightCache
+    pod = synth(plan_for(namespace="team-a"))["DaemonSet"]["spec"]["template"]["spec"]
+    # THEN every mount of the node cache is the namespace's folder or the usage records: never hostPath itself, so
+    # never another namespace's folder
+    assert _cache_mounts_of(pod) == [("warm", "/cache", "team-a"), ("warm", "/usage", ".usage")]
+
+
+def test_evicting_the_previous_layout_is_a_one_time_opt_in_that_alone_mounts_hostpath():
+    # GIVEN the same endpoint with weightCache.evictLegacyLayout: true
+    data = copy.deepcopy(BASE)
+    data["endpoints"][0].update(namespace="team-a")
+    data["namespaces"] = ["team-a"]
+    default = NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", TOKEN, None)
+    data["endpoints"][0]["weightCache"]["evictLegacyLayout"] = True
+    plan = NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", TOKEN, None)
+    pod = synth(plan)["DaemonSet"]["spec"]["template"]["spec"]
+
+    # THEN its warm pods start with the evict-legacy init container, the one container that mounts hostPath itself
+    (legacy,) = pod["initContainers"]
+    assert legacy["command"][6:] == ["evict-legacy", "--cache-parent", "/cache-parent"]
+    assert _cache_mounts_of(pod) == [("nvme-evict-legacy", "/cache-parent", None), ("warm", "/cache", "team-a"),
+                                     ("warm", "/usage", ".usage")]
+    assert k8s_errors(synth(plan)["DaemonSet"], "1.28") == []
+    # AND it is a DaemonSet of its own (turning the option off again goes back to the default's name)
+    assert plan.warm_name != default.warm_name
+    # AND with one cache root shared by every namespace there is nothing to evict: no init container
+    data["endpoints"][0]["weightCache"]["shareAcrossNamespaces"] = True
+    shared = NvmeCachePlan(parse_config(data).endpoints[0], "us-west-2", TOKEN, None, share_across_namespaces=True)
     assert "initContainers" not in synth(shared)["DaemonSet"]["spec"]["template"]["spec"]
 
 
