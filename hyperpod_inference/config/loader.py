@@ -118,12 +118,13 @@ _FastConfigYamlLoader: type = (type("_FastConfigYamlLoader", (_NoDuplicateKeys, 
                                if hasattr(yaml, "CSafeLoader") else _ConfigYamlLoader)
 
 
-def _check_events(text: str, loader_class: type = _EVENT_LOADER) -> bool:
+def _check_events(text: str, loader_class: type | None = None) -> bool:
     """The limits' first pass, before any node is built: walks the parser's events (flat, no recursion) and stops at
     the first mapping or sequence nested deeper than MAX_DEPTH, the first node past MAX_NODES or the first alias
     past MAX_ALIASES, so a deep or huge file is refused after reading only that far. True when libyaml parsed the
     whole file; a file it finds invalid is walked again by PyYAML's own parser, whose error names the problem (as the
     pure-Python load would), and False is returned when that one accepts it."""
+    loader_class = loader_class or _EVENT_LOADER
     depth = nodes = aliases = 0
     loader = loader_class(text)
     try:
