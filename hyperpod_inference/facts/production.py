@@ -11,7 +11,6 @@ Patterns are anchored and escaped. Where the CRD's own pattern is looser, the on
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
@@ -227,12 +226,22 @@ def override_conflicts(patch: dict, kind: str) -> list[tuple[Path, str]]:
     return _conflicts(patch, MODELLED_SPEC_PATHS[kind])
 
 
+def _copy_json(value: Any) -> Any:
+    """A copy of the objects and arrays of ``value``; any other value (a string, a number, or an opaque object such as
+    a synth-time token, which must not be deep-copied) is kept as it is."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 section 2: objects merge recursively, ``null`` deletes, anything else (arrays too) replaces.
-    Returns a new value; neither input is changed."""
+    Returns a new value; neither input is changed (their objects and arrays are copied, other values are shared)."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return _copy_json(patch)
+    result = _copy_json(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)

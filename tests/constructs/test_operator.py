@@ -708,3 +708,24 @@ def test_the_source_account_condition_can_be_switched_off():
     # THEN the SageMaker trusts carry no condition
     trusts = _sagemaker_trusts(Template.from_stack(stack))
     assert len(trusts) == 2 and all("Condition" not in t for t in trusts)
+
+
+def test_addon_configuration_overrides_reach_the_configuration_values_beside_synth_time_values():
+    # GIVEN the add-on as the stack builds it: synth-time (lazy) values among the library's keys, and an override
+    # patch for a key of a newer add-on version (operator.addonConfigurationOverrides)
+    from hyperpod_inference.constructs.lazy import lazy
+
+    stack, role, _tls, deps, _addon = addon_stack(
+        enable_custom_service_accounts=lazy(lambda: True),
+        jumpstart_gated_model_download_role_arn=lazy(lambda: ROLE + "gated"),
+        configuration_overrides={"keda": {"resources": {"limits": {"memory": "1Gi"}}}, "logLevel": "debug"})
+    # WHEN it is synthesized
+    (resource,) = Template.from_stack(stack).find_resources("AWS::EKS::Addon").values()
+    values = json_with_placeholders(resource["Properties"]["ConfigurationValues"])
+    # THEN the patch is merged into configurationValues and the library's keys keep their values
+    assert values["logLevel"] == "debug"
+    assert values["keda"] == {"enabled": True, "resources": {"limits": {"memory": "1Gi"}}, "auth": {"aws": {"irsa": {
+        "enabled": True, "roleArn": f"<GetAtt:{logical_id(deps.keda_role)}.Arn>"}}}}
+    assert values["enableCustomServiceAccounts"] is True
+    assert values["jumpstartGatedModelDownloadRoleArn"] == ROLE + "gated"
+    assert values["executionRoleArn"] == f"<GetAtt:{logical_id(role)}.Arn>"
