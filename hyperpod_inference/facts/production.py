@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from .operator import FIELDS_SINCE, OPERATOR_ADDON_VERSIONS, has_field
+from .operator import NEWER_ADDON_VERSIONS as NEWER_ADDON_VERSIONS  # re-exported: the release table's
 
 # --- enums --------------------------------------------------------------------------------------------------------
 METRIC_TYPES = ("Value", "Average")  # autoScalingSpec.*Trigger*.metricType
@@ -263,15 +264,9 @@ ADDON_CONFIGURATION_PATHS: dict[str, str] = {
     "keda.enabled": "nothing (autoscaling needs KEDA)",
     "keda.auth": "operator.kedaRoleArn",
 }
-# The add-on version each validated operator version installs (the releases table), and newer ones that may be
-# pinned unvalidated.
+# The add-on version each validated operator version installs, and newer ones that may be pinned unvalidated: the
+# release table's (facts/operator.py), under the names used here.
 ADDON_VERSIONS = OPERATOR_ADDON_VERSIONS
-NEWER_ADDON_VERSIONS: dict[str, str] = {
-    "v1.5.0-eksbuild.1": "v3.4",
-    "v2.0.0-eksbuild.1": "v3.6",
-    "v2.0.0-eksbuild.2": "v3.6",
-    "v2.1.0-eksbuild.1": "v3.7",
-}
 
 
 def addon_override_conflicts(patch: dict) -> list[tuple[Path, str]]:

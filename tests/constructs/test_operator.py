@@ -537,6 +537,15 @@ def test_addon_preserve_on_delete_follows_the_flag(preserve):
     Template.from_stack(stack).has_resource_properties("AWS::EKS::Addon", {"PreserveOnDelete": preserve})
 
 
+def test_addon_version_prop_is_typed_by_the_release_table():
+    # GIVEN the add-on construct THEN its version prop is the release table's Literal, not a copy of the versions
+    from hyperpod_inference.constructs.operator import addon
+    from hyperpod_inference.facts.operator import OperatorVersion
+
+    assert OperatorAddon.__init__.__annotations__["version"] == "OperatorVersion"
+    assert addon.OperatorVersion is OperatorVersion
+
+
 def test_addon_refuses_an_unknown_operator_version():
     with pytest.raises(ValueError, match="version"):
         addon_stack(version="v3.9")

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from aws_cdk import Stack, Token
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
 from ...facts import rules
-from ...facts.operator import EXECUTION_ROLE_NAME_PREFIX, OPERATOR_ADDON_NAME, OPERATOR_ADDON_VERSIONS
+from ...facts.operator import (
+    EXECUTION_ROLE_NAME_PREFIX,
+    OPERATOR_ADDON_NAME,
+    OPERATOR_ADDON_VERSIONS,
+    OperatorVersion,
+)
 from ...facts.production import merge_patch
 from ._common import _check_cluster_name, _check_role_arn, _raise_if
 
@@ -37,7 +42,7 @@ class OperatorAddon(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, cluster_name: str,
-                 version: Literal["v3.2", "v3.3"], execution_role_arn: str, tls_bucket_name: str,
+                 version: OperatorVersion, execution_role_arn: str, tls_bucket_name: str,
                  hyperpod_cluster_arn: str | None, enable_custom_service_accounts: bool,
                  jumpstart_gated_model_download_role_arn: str, alb_role_arn: str, keda_role_arn: str,
                  addon_version: str | None = None, preserve_on_delete: bool = False,
