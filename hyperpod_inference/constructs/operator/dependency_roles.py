@@ -38,10 +38,16 @@ def _load_alb_controller_policy() -> dict[str, Any]:
 #: cdk-nag IAM5 findings of the upstream ALB controller policy (resource and partition as cdk-nag renders them).
 _ALB_POLICY_ACKS: Mapping[str, str] = {
     _nag_iam5("*"):
-        "Upstream AWS Load Balancer Controller policy v2.13, kept verbatim: Describe*/Get* and WAF/Shield/ACM lookups "
-        "have no resource-level permissions; mutating ELB and security-group actions are conditioned on the "
-        "elbv2.k8s.aws/cluster tag; CreateSecurityGroup/CreateListener/CreateRule/Authorize/Revoke act on resources "
-        "whose ARNs are not known before the controller creates them.",
+        "Upstream AWS Load Balancer Controller policy v2.13, kept verbatim. On Resource * it allows Describe*/Get* "
+        "reads; and, without any condition: ec2:AuthorizeSecurityGroupIngress and ec2:RevokeSecurityGroupIngress on "
+        "every security group of the account (any group may be opened to any source, or have its rules removed), "
+        "ec2:CreateSecurityGroup, elasticloadbalancing:CreateListener/DeleteListener/CreateRule/DeleteRule/"
+        "ModifyListener/ModifyRule/SetWebAcl/AddListenerCertificates/RemoveListenerCertificates on every load "
+        "balancer of the account, WAF/WAFv2 Associate/DisassociateWebACL and Shield Create/DeleteProtection on any "
+        "resource. Only the second Authorize/Revoke statement, DeleteSecurityGroup and the load balancer and target "
+        "group modifications are conditioned on the elbv2.k8s.aws/cluster tag. The controller needs these to manage "
+        "load balancers and security groups whose ARNs do not exist before it creates them; whoever controls the "
+        "controller's service account gets all of it.",
     _nag_iam5("arn:<AWS::Partition>:ec2:*:*:security-group/*"):
         "Upstream ALB controller policy: CreateTags/DeleteTags on security groups, conditioned on the "
         "elbv2.k8s.aws/cluster request/resource tag.",

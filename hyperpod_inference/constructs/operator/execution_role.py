@@ -91,8 +91,11 @@ class OperatorExecutionRole(iam.Role):
         _acknowledge(self, {
             _nag_iam4(OPERATOR_MANAGED_POLICY):
                 "AWS publishes and maintains AmazonSageMakerHyperPodInferenceAccess for exactly this role; the "
-                "add-on setup guide requires it. Its statements are resource- or condition-scoped "
-                "(hyperpod-tls* buckets, CreatedBy=HyperPodInference tags, aws:ResourceAccount).",
+                "add-on setup guide requires it. Most of its statements are resource- or condition-scoped "
+                "(hyperpod-tls* buckets, CreatedBy=HyperPodInference tags, aws:ResourceAccount), but not all: its "
+                "ECR statements have no condition, so the role may call ecr:GetAuthorizationToken and pull "
+                "(ecr:BatchGetImage, ecr:GetDownloadUrlForLayer) any image of any ECR repository in any account "
+                "and Region whose repository policy lets this account in, its own account's included.",
         })
 
     @staticmethod
