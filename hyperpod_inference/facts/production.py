@@ -59,9 +59,11 @@ RESOURCE_NAME = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 
 AMP_WORKSPACE_RE = re.compile(AMP_WORKSPACE_URL)
+#: The well-known node label that carries a node's instance type (what placement by instance type selects on).
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # Node label keys users write that no node carries (samples/README: the term never matches), with the real one.
-MISSPELLED_NODE_LABELS = {"node.kubernetes.io/instanceType": "node.kubernetes.io/instance-type",
-                          "kubernetes.io/instance-type": "node.kubernetes.io/instance-type"}
+MISSPELLED_NODE_LABELS = {"node.kubernetes.io/instanceType": INSTANCE_TYPE_LABEL,
+                          "kubernetes.io/instance-type": INSTANCE_TYPE_LABEL}
 
 # --- extended resources -------------------------------------------------------------------------------------------
 NVIDIA_GPU = "nvidia.com/gpu"
