@@ -118,10 +118,8 @@ class HyperPodInference(Construct):
         self._validate_props(config, cluster, execution_role)
         # What the names the library chooses carry, so two stacks (or two of these in one stack) never collide: the
         # stack's name, and this construct's id unless it is Default.
-        self.name_scope = self.stack.stack_name if construct_id == "Default" else \
-            f"{self.stack.stack_name}-{construct_id}"
-        self._agent_code_prefix = naming.physical_name(naming.dns_safe(self.name_scope, default="hyperpod"),
-                                                       "nvme-agent", rule=naming.K8S_LABEL, max_length=40)
+        self.name_scope = naming.name_scope(self.stack.stack_name, construct_id)
+        self._agent_code_prefix = naming.agent_code_prefix(self.name_scope)
         if config.env is None:
             # The enclosing stack's env: the config's rules that depend on it (ARNs in its account, region support)
             # apply as they do to a config that names it.
@@ -254,7 +252,7 @@ class HyperPodInference(Construct):
         scope_key = self._scope_key(scope)
         self._added.append(endpoint)
         self.operator.endpoint_added(endpoint)
-        name = f"{endpoint.namespace}-{endpoint.name}"
+        name = naming.endpoint_unit_name(endpoint.namespace, endpoint.name)
         base_deps = [self._namespace_units[endpoint.namespace]] if endpoint.namespace in self._namespace_units else []
         deps = list(base_deps)
         support_objs: list[dict[str, Any]] = []
@@ -297,7 +295,7 @@ class HyperPodInference(Construct):
             wiring.update(certificate_arn=domain.certificate_arn, hosted_zone_id=domain.hosted_zone_id,
                           tls_output_s3_uri=self.tls_bucket.s3_uri)
         if support_objs:
-            support = self.delivery.chart(f"{name}-support")
+            support = self.delivery.chart(naming.support_unit_name(name))
             add_objects(support, support_objs)
             self.delivery.deliver(scope, support.node.id, support, depends_on=base_deps)
             deps.append(support.node.id)
@@ -335,7 +333,7 @@ class HyperPodInference(Construct):
         assert hf is not None and hf.token is not None and hf.token.secrets_manager_arn
         scope_key = self._scope_key(scope)
         names = token_names(endpoint, scope_key)
-        unit_name = f"{endpoint.namespace}-{names['secret']}"
+        unit_name = naming.shared_unit_name(endpoint.namespace, names["secret"])
         sync = self._token_syncs.get(unit_name)
         if sync is None:
             role = self._service_account_role(scope, endpoint.namespace, names["secret"], names["service_account"],
@@ -371,7 +369,7 @@ class HyperPodInference(Construct):
             # (the endpoints delivered before it, which depend on it by name, wait for it: ManifestDelivery.deliver)
             self.delivery.deliver(scope, name, chart, depends_on=depends_on, prune=False)
         for warm_name, group in self._warm_groups.items():
-            unit_name = f"{group.plans[0].endpoint.namespace}-{warm_name}"
+            unit_name = naming.shared_unit_name(group.plans[0].endpoint.namespace, warm_name)
             chart = self.delivery.chart(unit_name)
             NvmeCache(chart, "NvmeCache", plans=group.plans)
             self.delivery.deliver(group.scope, unit_name, chart, depends_on=group.depends_on)
@@ -412,8 +410,8 @@ class HyperPodInference(Construct):
         """The IRSA role of ``namespace``/``sa_name``, for ``owner`` (an endpoint, or a shared token sync)."""
         # With files delivery nothing resolves the manifests' values at deploy: the role gets a deterministic name
         # (the naming function), so the ServiceAccount's annotation carries its real ARN (manifest_role_arn).
-        role_name = naming.physical_name(naming.dns_safe(self.name_scope, default="hyperpod"), namespace,
-                                         owner, purpose, rule=naming.IAM_ROLE) if self._files else None
+        role_name = naming.service_account_role_name(self.name_scope, namespace, owner, purpose) \
+            if self._files else None
         return ServiceAccountRole(
             scope, f"{pascal(namespace)}{pascal(owner)}{purpose}Role",
             oidc_provider_arn=self.oidc_provider_arn, role_name=role_name,
@@ -428,12 +426,12 @@ class HyperPodInference(Construct):
         name = role.node.default_child.role_name
         if not isinstance(name, str) or is_unresolved(name):
             return role.role_arn
-        return f"arn:{self.partition}:iam::{self.account}:role/{name}"
+        return naming.role_arn(self.partition, self.account, name)
 
     def _agent_code_unit(self, scope: Construct, namespace: str, depends_on: list[str]) -> str:
         """The namespace's shared NVMe agent code unit, by name: registered once here, built and delivered at synth
         (:meth:`_seal`), when every agent pod of the namespace is known."""
-        name = f"{namespace}-nvme-agent-code"
+        name = naming.agent_code_unit_name(namespace)
         self._code_units.setdefault(name, (scope, namespace, list(depends_on)))
         return name
 
@@ -456,7 +454,7 @@ class HyperPodInference(Construct):
             self._namespace_units = dict.fromkeys(self.config.namespaces, "namespaces")
             return
         for ns in self.config.namespaces:
-            name = f"namespace-{ns}"
+            name = naming.namespace_unit_name(ns)
             chart = self.delivery.chart(name)
             _namespace(chart, ns)
             self.delivery.deliver(self, name, chart, overwrite=False)

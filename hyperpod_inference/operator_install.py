@@ -76,8 +76,7 @@ class OperatorInstall:
         files = config.manifests.delivery == "files"
         execution_role_name = naming.execution_role_name(name_scope, stack.region)
         # Files delivery: what the operator chart names must be literal, so the roles it names get known names.
-        gated_role_name = naming.physical_name(naming.dns_safe(name_scope, default="hyperpod"), "jumpstart-gated",
-                                               rule=naming.IAM_ROLE) if files else None
+        gated_role_name = naming.gated_model_role_name(name_scope) if files else None
         self._literal_arns = {"execution": self._role_arn(stack, execution_role_name),
                               "gated": self._role_arn(stack, gated_role_name)} if files else {}
         self.execution_role = OperatorExecutionRole(scope, "ExecutionRole", oidc_provider_arn=oidc_provider_arn,
@@ -146,7 +145,7 @@ class OperatorInstall:
         """The literal ARN of a role named ``name`` in the stack's account (None without a name or a literal env)."""
         if name is None or is_unresolved(stack.account) or is_unresolved(stack.region):
             return None
-        return f"arn:{partition_of_region(stack.region)}:iam::{stack.account}:role/{name}"
+        return naming.role_arn(partition_of_region(stack.region), stack.account, name)
 
     def endpoint_added(self, endpoint: Endpoint) -> None:
         """What an endpoint needs of the operator's side: a JumpStart endpoint, the gated-model role."""

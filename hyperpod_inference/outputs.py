@@ -10,11 +10,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from .charts.runtimes import PRESETS
 from .config.models import Endpoint
+from .facts.runtimes import FALLBACK_PAYLOAD as FALLBACK_PAYLOAD  # re-exported: sent without a payload or preset
+from .facts.runtimes import default_payload as default_runtime_payload
+from .facts.safety import verify_body
 
-#: Sent when neither ``verify.payload`` nor the runtime preset gives a payload.
-FALLBACK_PAYLOAD = '{"inputs": "Hello"}'
 #: Between the commands of one output.
 COMMAND_SEPARATOR = " ; "
 #: kubectl's JSONPath template printing the DNS status, a newline, then the TLS certificate status.
@@ -28,12 +28,10 @@ def join_commands(argvs: Sequence[Sequence[str]]) -> str:
 
 def default_payload(endpoint: Endpoint) -> str:
     """The request body the check and the invoke command send: ``verify.payload`` (a mapping or list as JSON), else
-    the runtime preset's payload, else :data:`FALLBACK_PAYLOAD`."""
-    preset = PRESETS.get(endpoint.effective_runtime or "")
-    fallback = (preset.default_payload if preset and preset.default_payload else FALLBACK_PAYLOAD)
-    if endpoint.verify is None:
-        return fallback
-    return endpoint.verify.body(fallback) or fallback
+    the runtime preset's payload, else :data:`FALLBACK_PAYLOAD` (:func:`facts.safety.verify_body`)."""
+    verify = endpoint.verify
+    return verify_body(verify.payload if verify else None, verify.content_type if verify else None,
+                       default_runtime_payload(endpoint.effective_runtime))
 
 
 def content_type(endpoint: Endpoint) -> str:

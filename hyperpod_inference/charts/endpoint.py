@@ -16,6 +16,7 @@ from constructs import Construct
 
 from ..config.models import DataCapture, Endpoint, ModelPodCapture, SagemakerEndpointCapture
 from ..config.production import EnvFrom, dump
+from ..facts.production import NVIDIA_GPU
 from .overrides import apply_spec_overrides
 from .runtimes import MODEL_MOUNT, PRESETS, runtime_args, runtime_env
 
@@ -156,7 +157,7 @@ def worker_spec(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
     runtime = ep.effective_runtime or "custom"
     preset = PRESETS.get(runtime)
     resource, count = ep.accelerators
-    gpus = count if resource == "nvidia.com/gpu" else 0
+    gpus = count if resource == NVIDIA_GPU else 0
     port = ep.port or (preset.port if preset else 8080)
     image = ep.image or (preset.image(w.region) if preset else None)
     assert image, "config validation guarantees an image for runtime: custom"

@@ -10,11 +10,11 @@ its objects are named ``hf-token-<hash>`` after what they read, not after an end
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 from ..config.models import Endpoint
+from ..facts import naming
 from .endpoint import MANAGED_BY, SecretRef
 
 ESO_API = "external-secrets.io/v1"
@@ -33,8 +33,7 @@ def token_sync_key(endpoint: Endpoint, scope_key: str = "") -> str:
 
 def token_names(endpoint: Endpoint, scope_key: str = "") -> dict[str, str]:
     """The Kubernetes names of an endpoint's Secrets Manager token sync: ``hf-token-<hash of token_sync_key>``."""
-    base = f"hf-token-{hashlib.sha256(token_sync_key(endpoint, scope_key).encode()).hexdigest()[:10]}"
-    return {"secret": base, "store": base, "external_secret": base, "service_account": f"{base}-reader"}
+    return naming.hf_token_names(token_sync_key(endpoint, scope_key))
 
 
 def token_secret_ref(endpoint: Endpoint, scope_key: str = "") -> SecretRef | None:

@@ -23,6 +23,9 @@ import cdk8s_plus_28 as kplus
 from constructs import Construct
 
 from ..config.models import Endpoint
+from ..facts import naming
+from ..facts.naming import AGENT_CODE_CONFIGMAP  # re-exported: the default code ConfigMap prefix
+from ..facts.production import INSTANCE_TYPE_LABEL, NVIDIA_GPU
 from ..nvme_agent import model_relative_dir
 from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, GC_TIMEOUT_SECONDS, TOKEN_DIR
 from .agent_bundle import AGENT_BUNDLE, AGENT_MOUNT, PYTHON, agent_bundle, agent_code_hash, agent_command
@@ -34,13 +37,11 @@ USAGE_DIR = ".usage"
 PARENT_MOUNT = "/cache-parent"  # <hostPath> itself: only the evict-legacy init container (evictLegacyLayout: true)
 SHARED_ROOT_NAME = "_shared"  # the usage record's name of the one shared root (never a namespace name)
 MODELS_FILE = "models.json"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 USER_ASSIGNABLE_LABEL = "sagemaker.amazonaws.com/user-assignable"
 CACHE_ROOT_VOLUME = "nvme-cache-root"
 AGENT_CODE_VOLUME = "nvme-agent-code"
 AGENT_TMP_VOLUME = "nvme-agent-tmp"
 FSX_SOURCE_VOLUME = "nvme-fsx-source"
-AGENT_CODE_CONFIGMAP = "nvme-agent-code"  # default name prefix; one per namespace and code hash
 TOKEN_VOLUME = "nvme-hf-token"
 TOKEN_MOUNT = TOKEN_DIR  # the agent reads <TOKEN_MOUNT>/token by default: its containers carry no env for it
 CODE_PREFIX_LABEL = "hyperpod-inference/agent-code"  # on every code ConfigMap: the stack's prefix
@@ -112,7 +113,7 @@ def _placement(ep: Endpoint) -> dict[str, Any]:
 def _tolerations(ep: Endpoint) -> list[dict[str, Any]]:
     """The accelerator taint of the endpoint's nodes (NVIDIA, or Neuron on Trainium); only this DaemonSet gets it."""
     facts = ep.instance
-    keys = [facts.resource] if facts is not None else ["nvidia.com/gpu"]
+    keys = [facts.resource] if facts is not None else [NVIDIA_GPU]
     return [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in keys]
 
 
@@ -224,11 +225,11 @@ class NvmeCachePlan:
     def warm_name(self) -> str:
         """The warm DaemonSet's name (also the stem of its models ConfigMap and NetworkPolicy): ``nvme-warm-<hash of
         the warm key>``, so adding or removing an endpoint of the group never renames it."""
-        return f"nvme-warm-{hashlib.sha256(self.warm_key().encode()).hexdigest()[:10]}"
+        return naming.warm_daemonset_name(self.warm_key())
 
     @property
     def configmap_name(self) -> str:
-        return f"{self.warm_name}-models"
+        return naming.warm_models_configmap_name(self.warm_name)
 
     @property
     def code_configmap_name(self) -> str:
@@ -402,14 +403,14 @@ class NvmeCache(Construct):
         }))
         # The agent serves nothing: no ingress at all.
         self.network_policy = kplus.NetworkPolicy(
-            self, "DenyIngress", metadata=cdk8s.ApiObjectMetadata(name=f"{self.name}-deny-ingress",
+            self, "DenyIngress", metadata=cdk8s.ApiObjectMetadata(name=naming.deny_ingress_policy_name(self.name),
                                                                  namespace=ns, labels=labels),
             selector=kplus.Pods.select(self, "AgentPods", labels=selector),
             ingress=kplus.NetworkPolicyTraffic(default=kplus.NetworkPolicyTrafficDefault.DENY))
 
 
 def agent_code_configmap_name(prefix: str = AGENT_CODE_CONFIGMAP) -> str:
-    return f"{prefix}-{agent_code_hash()[:10]}"
+    return naming.agent_code_configmap_name(prefix, agent_code_hash())
 
 
 def _code_volume(configmap_name: str) -> dict[str, Any]:
@@ -453,7 +454,7 @@ class NvmeAgentGc(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, plan: NvmeCachePlan) -> None:
         super().__init__(scope, construct_id)
         ep, prefix = plan.endpoint, plan.code_configmap_prefix
-        ns, name = ep.namespace, f"{prefix}-gc"
+        ns, name = ep.namespace, naming.agent_gc_name(prefix)
         labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/component": "agent-gc"}
         meta = functools.partial(cdk8s.ApiObjectMetadata, namespace=ns, labels=labels)
         self.service_account = kplus.ServiceAccount(self, "ServiceAccount", metadata=meta(name=name),
@@ -495,11 +496,10 @@ class NvmeAgentGc(Construct):
             "ttlSecondsAfterFinished": 3600,
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         }
-        digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
         # An untyped object: cdk8s-plus's Job builds node affinity from its own label queries (the endpoint's
         # required terms go in as they are) and re-serializes resources from typed fields; validated in tests.
         self.job = cdk8s.ApiObject(self, "Job", api_version="batch/v1", kind="Job",
-                                   metadata=meta(name=f"{name}-{digest}"))
+                                   metadata=meta(name=naming.hashed_name(name, json.dumps(spec, sort_keys=True))))
         self.job.add_json_patch(cdk8s.JsonPatch.add("/spec", spec))
         # The Job serves nothing: no ingress at all (it only calls the API server).
         self.network_policy = kplus.NetworkPolicy(
@@ -513,8 +513,8 @@ def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> di
 
     A plain object: cdk8s-plus's ServiceAccount always writes ``automountServiceAccountToken`` (false by default),
     which would change what the operator's model pods get; this one leaves it to the pod spec."""
-    meta: dict[str, Any] = {"name": f"{endpoint.name}-model-reader", "namespace": endpoint.namespace,
-                            "labels": {**MANAGED_BY, USER_ASSIGNABLE_LABEL: "true"}}
+    meta: dict[str, Any] = {"name": naming.model_reader_service_account_name(endpoint.name),
+                            "namespace": endpoint.namespace, "labels": {**MANAGED_BY, USER_ASSIGNABLE_LABEL: "true"}}
     if role_arn:
         meta["annotations"] = {"eks.amazonaws.com/role-arn": role_arn}
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}

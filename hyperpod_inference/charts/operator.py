@@ -51,6 +51,8 @@ LEADER_ELECTION_ROLE = f"{NAME_PREFIX}-leader-election-role"
 LEADER_ELECTION_ROLE_BINDING = f"{NAME_PREFIX}-leader-election-rolebinding"
 WEBHOOK_SERVICE = f"{NAME_PREFIX}-conversion-webhook"
 METRICS_SERVICE = f"{NAME_PREFIX}-controller-manager-metrics-service"
+#: The ports the controller serves: the webhook, metrics and health probes (the chart's args and container port).
+CONTROLLER_PORTS = (9443, 8443, 8081)
 ISSUER_NAME = "selfsigned-issuer"
 CERTIFICATE_NAME = "serving-cert"
 WEBHOOK_CERT_SECRET = "webhook-server-cert"
@@ -349,6 +351,7 @@ class OperatorChart(cdk8s.Chart):
                 svc.select_label(key, value)
 
         self.deployment = self._deployment(props)
+        self.network_policy = self._network_policy()
 
         # The Namespace first in the manifest (kubectl apply order), whatever cdk8s' dependency sort does otherwise.
         namespace_api = ApiObject.of(self.namespace_object)
@@ -370,6 +373,21 @@ class OperatorChart(cdk8s.Chart):
         binding = kplus.ClusterRoleBinding(self, id_, role=role, metadata=_meta(name, labels=labels))
         binding.add_subjects(sa)
         return binding
+
+    def _network_policy(self) -> ApiObject:
+        """Ingress to the controller's pod only on the ports it serves: the conversion webhook (9443, from the API
+        server), metrics (8443) and health probes (8081); every other port is closed. Egress stays open (the API
+        server and the AWS APIs). Not in the Helm chart, which leaves its ``config/network-policy`` unrendered."""
+        policy = ApiObject(self, "ControllerManagerNetworkPolicy", api_version="networking.k8s.io/v1",
+                           kind="NetworkPolicy",
+                           metadata=_meta(DEPLOYMENT_NAME, OPERATOR_NAMESPACE, labels={**CONTROL_PLANE_LABEL,
+                                                                                      **APP_LABEL}))
+        policy.add_json_patch(JsonPatch.add("/spec", {
+            "podSelector": {"matchLabels": dict(CONTROL_PLANE_LABEL)},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in CONTROLLER_PORTS]}],
+        }))
+        return policy
 
     def _deployment(self, props: OperatorChartProps) -> kplus.Deployment:
         chart_version, app_version = CHART_VERSIONS[props.version]
@@ -401,9 +419,17 @@ class OperatorChart(cdk8s.Chart):
             kplus.NodeLabelQuery.in_("kubernetes.io/arch", ["amd64"]),
             kplus.NodeLabelQuery.in_("kubernetes.io/os", ["linux"])))
 
+        def resources() -> kplus.ContainerResources:
+            """The chart's manager resources, given to the init container too (the chart sets none there; cdk8s-plus'
+            default requests of 1 CPU / 512Mi would change scheduling, these do not: the pod's effective request is
+            the larger of the two)."""
+            return kplus.ContainerResources(
+                cpu=kplus.CpuResources(limit=kplus.Cpu.millis(500), request=kplus.Cpu.millis(10)),
+                memory=kplus.MemoryResources(limit=Size.mebibytes(256), request=Size.mebibytes(64)))
+
         deployment.add_init_container(
             name="check-csi-drivers", image=init_container_image(props.region, props.version),
-            env_variables={"CHECKS": kplus.EnvValue.from_value("drivers crds")})
+            env_variables={"CHECKS": kplus.EnvValue.from_value("drivers crds")}, resources=resources())
 
         def http(path: str, initial: int, period: int, **extra: Any) -> kplus.Probe:
             return kplus.Probe.from_http_get(path, port=8081, initial_delay_seconds=Duration.seconds(initial),
@@ -419,9 +445,7 @@ class OperatorChart(cdk8s.Chart):
             liveness=http("/healthz", 15, 20),
             readiness=http("/readyz", 5, 10),
             startup=http("/healthz", 180, 60, failure_threshold=120, timeout_seconds=Duration.seconds(5)),
-            resources=kplus.ContainerResources(
-                cpu=kplus.CpuResources(limit=kplus.Cpu.millis(500), request=kplus.Cpu.millis(10)),
-                memory=kplus.MemoryResources(limit=Size.mebibytes(256), request=Size.mebibytes(64))),
+            resources=resources(),
             env_variables={k: kplus.EnvValue.from_value(v) for k, v in env.items()})
         cert_secret = kplus.Secret.from_secret_name(self, "WebhookServerCert", WEBHOOK_CERT_SECRET)
         manager.mount(WEBHOOK_CERT_DIR, kplus.Volume.from_secret(self, "WebhookCertsVolume", cert_secret,
@@ -433,15 +457,17 @@ class OperatorChart(cdk8s.Chart):
         api.add_json_patch(
             # the chart selects pods by control-plane only; plus' address label would be a second, extra label
             JsonPatch.remove("/spec/template/metadata/labels/cdk8s.io~1metadata.addr"),
-            # pod: runAsNonRoot only (plus adds fsGroupChangePolicy)
-            JsonPatch.replace(f"{pod}/securityContext", {"runAsNonRoot": True}),
+            # pod: the chart's runAsNonRoot, and the container runtime's default seccomp profile (not in the chart;
+            # the manager is a Go controller that needs no syscall the default profile blocks). Plus'
+            # fsGroupChangePolicy is left out.
+            JsonPatch.replace(f"{pod}/securityContext",
+                              {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}),
             # manager: the chart's container securityContext (plus forces readOnlyRootFilesystem / runAsNonRoot /
             # privileged and cannot leave them out)
             JsonPatch.replace(f"{pod}/containers/0/securityContext",
                               {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}),
-            # init container: no resources (plus' default requests 1 CPU / 512Mi would change scheduling) and the
-            # same restrictive securityContext as the manager (plus' readOnlyRootFilesystem is not the chart's)
-            JsonPatch.remove(f"{pod}/initContainers/0/resources"),
+            # init container: the same restrictive securityContext as the manager (plus' readOnlyRootFilesystem is
+            # not the chart's)
             JsonPatch.replace(f"{pod}/initContainers/0/securityContext",
                               {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}),
         )

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..facts import naming
 from ..facts.production import PATTERN_DESCRIPTIONS as PRODUCTION_PATTERNS
 from ..facts.rules import PATTERN_DESCRIPTIONS as _PATTERNS
 from . import safety
@@ -250,18 +251,14 @@ def load_config(path: str | Path, *, cluster_object: bool = False) -> HyperPodCo
     return parse_config(load_yaml_text(text, str(path)), str(path), cluster_object=cluster_object)
 
 
-#: The app's stack for one config file without ``stackName``.
-DEFAULT_STACK_NAME = "HyperPodInference"
+#: The app's stack for one config file without ``stackName`` (facts/naming.py).
+DEFAULT_STACK_NAME = naming.DEFAULT_STACK_NAME
 
 
 def default_stack_name(config: HyperPodConfig, *, several: bool) -> str:
     """``stackName``, else ``HyperPodInference`` for one config file, ``HyperPodInference-<eksClusterName>`` for
-    several."""
-    if config.stack_name:
-        return config.stack_name
-    if several and config.cluster.eks_cluster_name:
-        return f"{DEFAULT_STACK_NAME}-{config.cluster.eks_cluster_name}"
-    return DEFAULT_STACK_NAME
+    several (:func:`naming.default_stack_name`)."""
+    return naming.default_stack_name(config.stack_name, config.cluster.eks_cluster_name, several=several)
 
 
 def load_configs(paths: list[str | Path]) -> list[tuple[str, HyperPodConfig]]:

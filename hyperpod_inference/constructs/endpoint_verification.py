@@ -27,7 +27,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
 from ..facts import rules
-from ..facts.safety import is_json_content_type, json_body
+from ..facts.safety import verify_body
 from .lazy import is_unresolved
 
 HANDLER_DIR = Path(__file__).resolve().parent.parent / "lambda" / "verify_endpoint"
@@ -324,16 +324,14 @@ class EndpointVerification(Construct):
 
 
 def payload_text(payload: Any, content_type: str) -> str:
-    """The request body as sent: a string as given; a mapping or list as compact JSON, for a JSON content type only.
-    Raises ValueError for anything else."""
-    if isinstance(payload, str):
-        return payload
-    if isinstance(payload, (Mapping, list, tuple)):
-        if not is_unresolved(content_type) and not is_json_content_type(content_type):
-            raise ValueError(f"EndpointVerification: payload: a mapping or list is sent as JSON and needs a JSON "
-                             f"content type (got {content_type!r}); give a string for other content types")
-        return json_body(payload)
-    raise ValueError(f"EndpointVerification: payload: must be a string, a mapping or a list (got {type(payload).__name__})")
+    """The request body as sent (:func:`facts.safety.verify_body`, the one place it is built): a string as given; a
+    mapping or list as compact JSON, for a JSON content type only. Raises ValueError for anything else."""
+    if payload is None:
+        raise ValueError("EndpointVerification: payload: must be a string, a mapping or a list (got NoneType)")
+    try:
+        return verify_body(payload, None if is_unresolved(content_type) else content_type, "")
+    except ValueError as err:
+        raise ValueError(f"EndpointVerification: payload: {err}") from None
 
 
 def _validate(endpoint_name: str, payload: str, content_type: str, timeout: Duration, query_interval: Duration) -> None:

@@ -184,3 +184,120 @@ def capture_workgroup_name(base: str) -> str:
 def capture_database_name(base: str) -> str:
     """``<base>_capture`` (``-`` as ``_``): the Glue database of the capture tables."""
     return physical_name(base.replace("-", "_"), "capture", rule=GLUE_DATABASE)
+
+
+# --- the stack's name scope and its IAM names -----------------------------------------------------------------------
+
+#: The app's stack for one config file without ``stackName``.
+DEFAULT_STACK_NAME = "HyperPodInference"
+
+
+def default_stack_name(stack_name: str | None, eks_cluster_name: str | None, *, several: bool) -> str:
+    """``stackName``, else ``HyperPodInference`` for one config file, ``HyperPodInference-<eksClusterName>`` for
+    several."""
+    if stack_name:
+        return stack_name
+    if several and eks_cluster_name:
+        return f"{DEFAULT_STACK_NAME}-{eks_cluster_name}"
+    return DEFAULT_STACK_NAME
+
+
+def name_scope(stack_name: str, construct_id: str) -> str:
+    """What every name a ``HyperPodInference`` chooses carries, so two stacks (or two constructs in one stack) never
+    collide: the stack's name, with the construct's id when it is not ``Default``."""
+    return stack_name if construct_id == "Default" else f"{stack_name}-{construct_id}"
+
+
+def service_account_role_name(scope_name: str, namespace: str, owner: str, purpose: str) -> str:
+    """``<scope>-<namespace>-<owner>-<purpose>`` (at most 64, shortened with a hash): the deterministic name of a
+    service account's IRSA role when manifests are delivered as files (their annotations need the real ARN)."""
+    return physical_name(dns_safe(scope_name, default="hyperpod"), namespace, owner, purpose, rule=IAM_ROLE)
+
+
+def gated_model_role_name(scope_name: str) -> str:
+    """``<scope>-jumpstart-gated``: the JumpStart gated-model role's name with files delivery."""
+    return physical_name(dns_safe(scope_name, default="hyperpod"), "jumpstart-gated", rule=IAM_ROLE)
+
+
+def role_arn(partition: str, account: str, name: str) -> str:
+    """``arn:<partition>:iam::<account>:role/<name>``: the ARN of a role the stack names (the one place role ARNs
+    are formed)."""
+    return f"arn:{partition}:iam::{account}:role/{name}"
+
+
+# --- Kubernetes names ---------------------------------------------------------------------------------------------
+
+#: Hex digits of the SHA-256 digest in a content- or key-named Kubernetes object (``<stem>-<digest>``).
+HASH_LENGTH = 10
+
+
+def hashed_name(stem: str, key: str, length: int = HASH_LENGTH) -> str:
+    """``<stem>-<first length hex digits of sha256(key)>``: the name of an object shared by everything with equal
+    ``key`` (a token sync, a warm DaemonSet) or named by its content (a Job, a code ConfigMap)."""
+    return f"{stem}-{hashlib.sha256(key.encode()).hexdigest()[:length]}"
+
+
+def hf_token_names(sync_key: str) -> dict[str, str]:
+    """The Kubernetes names of a Secrets Manager token sync: ``hf-token-<hash of the sync key>`` for the Secret,
+    SecretStore and ExternalSecret, ``…-reader`` for the ServiceAccount ESO reads with."""
+    base = hashed_name("hf-token", sync_key)
+    return {"secret": base, "store": base, "external_secret": base, "service_account": f"{base}-reader"}
+
+
+def warm_daemonset_name(warm_key: str) -> str:
+    """``nvme-warm-<hash of the warm key>``: the warm DaemonSet (and the stem of its ConfigMap and NetworkPolicy)."""
+    return hashed_name("nvme-warm", warm_key)
+
+
+def warm_models_configmap_name(warm_name: str) -> str:
+    return f"{warm_name}-models"
+
+
+def deny_ingress_policy_name(name: str) -> str:
+    return f"{name}-deny-ingress"
+
+
+#: The default name prefix of the NVMe agent's code ConfigMaps (one per namespace and code hash).
+AGENT_CODE_CONFIGMAP = "nvme-agent-code"
+
+
+def agent_code_prefix(scope_name: str) -> str:
+    """``<scope>-nvme-agent`` (a DNS label of at most 40): the stack's prefix of its agent code ConfigMaps."""
+    return physical_name(dns_safe(scope_name, default="hyperpod"), "nvme-agent", rule=K8S_LABEL, max_length=40)
+
+
+def agent_code_configmap_name(prefix: str, code_hash: str) -> str:
+    """``<prefix>-<first 10 hex digits of the code hash>``: named by the agent code it holds."""
+    return f"{prefix}-{code_hash[:HASH_LENGTH]}"
+
+
+def agent_gc_name(prefix: str) -> str:
+    """``<prefix>-gc``: the gc Job's ServiceAccount, Role, RoleBinding and NetworkPolicy (and its Job's stem)."""
+    return f"{prefix}-gc"
+
+
+def model_reader_service_account_name(endpoint_name: str) -> str:
+    return f"{endpoint_name}-model-reader"
+
+
+# --- delivery units (a manifest file and, with kubectl delivery, a KubernetesManifest resource each) ---------------
+
+def endpoint_unit_name(namespace: str, endpoint_name: str) -> str:
+    return f"{namespace}-{endpoint_name}"
+
+
+def support_unit_name(endpoint_unit: str) -> str:
+    return f"{endpoint_unit}-support"
+
+
+def shared_unit_name(namespace: str, object_name: str) -> str:
+    """A shared per-namespace piece (a token sync, a warm DaemonSet), by the name of its object."""
+    return f"{namespace}-{object_name}"
+
+
+def agent_code_unit_name(namespace: str) -> str:
+    return f"{namespace}-{AGENT_CODE_CONFIGMAP}"
+
+
+def namespace_unit_name(namespace: str) -> str:
+    return f"namespace-{namespace}"

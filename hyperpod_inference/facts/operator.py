@@ -1,8 +1,10 @@
 """The HyperPod inference operator: its releases and the names it fixes (FACTS.md sections 0, 6 and 7).
 
-One table of releases (operator version, EKS add-on version, Helm chart version, image tags, the CRD fields each
-version adds) and the names the operator chooses itself (namespace, service accounts, managed policies, the TLS bucket
-prefix), plus the versions of the Helm charts and EKS add-ons the library installs beside it.
+The one release table (operator versions with their EKS add-on, Helm chart and image versions; the newer add-on
+versions that may be pinned unvalidated; the CRD fields each version adds): every ``Literal``, rule and chart reads
+it from here (``facts/production.py`` re-exports parts of it under older names). Also the names the operator chooses
+itself (namespace, service accounts, managed policies, the TLS bucket prefix), and the versions of the Helm charts and
+EKS add-ons the library installs beside it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Literal
 
 from .versions import Version, version_key
 
@@ -43,7 +46,19 @@ RELEASES: tuple[OperatorRelease, ...] = (
 OPERATOR_VERSIONS: tuple[str, ...] = tuple(r.version for r in sorted(RELEASES, key=lambda r: version_key(r.version)))
 """Operator versions the library supports (oldest first); the config's ``operator.version`` takes exactly these."""
 
+OperatorVersion = Literal[OPERATOR_VERSIONS]  # type: ignore[valid-type]
+"""The type of an operator version prop (``Literal["v3.2", "v3.3"]``), made from the table."""
+
 DEFAULT_OPERATOR_VERSION = "v3.3"
+
+#: Add-on versions newer than the validated ones, with the operator version each ships: ``operator.addonVersion`` may
+#: pin one (with a warning); the library has not validated them (AWS add-on release notes).
+NEWER_ADDON_VERSIONS: Mapping[str, str] = MappingProxyType({
+    "v1.5.0-eksbuild.1": "v3.4",
+    "v2.0.0-eksbuild.1": "v3.6",
+    "v2.0.0-eksbuild.2": "v3.6",
+    "v2.1.0-eksbuild.1": "v3.7",
+})
 
 RELEASES_BY_VERSION: Mapping[str, OperatorRelease] = MappingProxyType({r.version: r for r in RELEASES})
 

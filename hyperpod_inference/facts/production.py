@@ -11,11 +11,11 @@ Patterns are anchored and escaped. Where the CRD's own pattern is looser, the on
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
 from .operator import FIELDS_SINCE, OPERATOR_ADDON_VERSIONS, has_field
+from .operator import NEWER_ADDON_VERSIONS as NEWER_ADDON_VERSIONS  # re-exported: the release table's
 
 # --- enums --------------------------------------------------------------------------------------------------------
 METRIC_TYPES = ("Value", "Average")  # autoScalingSpec.*Trigger*.metricType
@@ -59,9 +59,11 @@ RESOURCE_NAME = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 
 AMP_WORKSPACE_RE = re.compile(AMP_WORKSPACE_URL)
+#: The well-known node label that carries a node's instance type (what placement by instance type selects on).
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # Node label keys users write that no node carries (samples/README: the term never matches), with the real one.
-MISSPELLED_NODE_LABELS = {"node.kubernetes.io/instanceType": "node.kubernetes.io/instance-type",
-                          "kubernetes.io/instance-type": "node.kubernetes.io/instance-type"}
+MISSPELLED_NODE_LABELS = {"node.kubernetes.io/instanceType": INSTANCE_TYPE_LABEL,
+                          "kubernetes.io/instance-type": INSTANCE_TYPE_LABEL}
 
 # --- extended resources -------------------------------------------------------------------------------------------
 NVIDIA_GPU = "nvidia.com/gpu"
@@ -227,12 +229,22 @@ def override_conflicts(patch: dict, kind: str) -> list[tuple[Path, str]]:
     return _conflicts(patch, MODELLED_SPEC_PATHS[kind])
 
 
+def _copy_json(value: Any) -> Any:
+    """A copy of the objects and arrays of ``value``; any other value (a string, a number, or an opaque object such as
+    a synth-time token, which must not be deep-copied) is kept as it is."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 section 2: objects merge recursively, ``null`` deletes, anything else (arrays too) replaces.
-    Returns a new value; neither input is changed."""
+    Returns a new value; neither input is changed (their objects and arrays are copied, other values are shared)."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return _copy_json(patch)
+    result = _copy_json(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -254,15 +266,9 @@ ADDON_CONFIGURATION_PATHS: dict[str, str] = {
     "keda.enabled": "nothing (autoscaling needs KEDA)",
     "keda.auth": "operator.kedaRoleArn",
 }
-# The add-on version each validated operator version installs (the releases table), and newer ones that may be
-# pinned unvalidated.
+# The add-on version each validated operator version installs, and newer ones that may be pinned unvalidated: the
+# release table's (facts/operator.py), under the names used here.
 ADDON_VERSIONS = OPERATOR_ADDON_VERSIONS
-NEWER_ADDON_VERSIONS: dict[str, str] = {
-    "v1.5.0-eksbuild.1": "v3.4",
-    "v2.0.0-eksbuild.1": "v3.6",
-    "v2.0.0-eksbuild.2": "v3.6",
-    "v2.1.0-eksbuild.1": "v3.7",
-}
 
 
 def addon_override_conflicts(patch: dict) -> list[tuple[Path, str]]:

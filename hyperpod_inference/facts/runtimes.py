@@ -109,3 +109,13 @@ PRESETS: Mapping[str, RuntimePreset] = MappingProxyType({
                                    separators=(",", ":"))),
 })
 """Runtime name (the config's ``runtime``) -> preset."""
+
+#: The verification request body of an endpoint whose runtime has no preset payload (``runtime: custom``).
+FALLBACK_PAYLOAD = '{"inputs": "Hello"}'
+
+
+def default_payload(runtime: str | None) -> str:
+    """The request body the post-deploy check and the invoke command send when ``verify.payload`` is not set: the
+    runtime preset's payload, else :data:`FALLBACK_PAYLOAD`."""
+    preset = PRESETS.get(runtime or "")
+    return preset.default_payload if preset is not None and preset.default_payload else FALLBACK_PAYLOAD

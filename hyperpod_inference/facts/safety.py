@@ -94,3 +94,27 @@ def is_json_content_type(content_type: str) -> bool:
 def json_body(payload: Any) -> str:
     """A request body as sent: a string as given, anything else (a mapping or list) as compact JSON."""
     return payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def payload_problem(payload: Any, content_type: str | None) -> str | None:
+    """Why ``payload`` cannot be sent as a request body with ``content_type``, or None: a string goes as it is; a
+    mapping or list is sent as compact JSON and needs a JSON content type (``content_type`` None: not known yet)."""
+    if isinstance(payload, str):
+        return None
+    if isinstance(payload, (dict, list, tuple)) or hasattr(payload, "keys"):
+        if content_type is not None and not is_json_content_type(content_type):
+            return (f"a mapping or list is sent as JSON and needs a JSON content type (contentType is {content_type}); "
+                    "give a string otherwise")
+        return None
+    return f"must be a string, a mapping or a list (got {type(payload).__name__})"
+
+
+def verify_body(payload: Any, content_type: str | None, default: str) -> str:
+    """The one place a verification request body is built: ``payload`` as sent (:func:`json_body`) after
+    :func:`payload_problem` (ValueError naming it), or ``default`` when there is none (or it is empty)."""
+    if payload is None:
+        return default
+    problem = payload_problem(payload, content_type)
+    if problem:
+        raise ValueError(problem)
+    return json_body(payload) or default

@@ -204,6 +204,7 @@ def test_manifest_holds_exactly_the_charts_objects(manifests, version):
         ("Issuer", "selfsigned-issuer"), ("Certificate", "serving-cert"),
         ("Service", f"{p}-conversion-webhook"), ("Service", f"{p}-controller-manager-metrics-service"),
         ("Deployment", f"{p}-controller-manager"),
+        ("NetworkPolicy", f"{p}-controller-manager"),  # not the chart's: closes every port the controller does not serve
     ])
 
 
@@ -459,14 +460,36 @@ def test_pod_matches_the_chart(version):
         "labels": {"control-plane": "hyperpod-inference-operator-controller-manager"},
         "annotations": {"kubectl.kubernetes.io/default-container": "manager"}}
     spec = dep["spec"]["template"]["spec"]
-    assert spec["securityContext"] == {"runAsNonRoot": True}
+    # the chart's runAsNonRoot, plus the runtime's default seccomp profile (checkov CKV_K8S_31)
+    assert spec["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
     assert spec["terminationGracePeriodSeconds"] == 10
     assert spec["serviceAccountName"] == "hyperpod-inference-operator-controller-manager"
     assert spec["automountServiceAccountToken"] is True
     assert spec["affinity"] == chart_values(version)["affinity"]
     assert spec["volumes"] == [{"name": "webhook-certs", "secret": {"secretName": "webhook-server-cert"}}]
     (init,) = spec["initContainers"]
-    assert "resources" not in init  # no cdk8s-plus default requests that the chart does not have
+    # the manager's resources (checkov CKV_K8S_10-13), not cdk8s-plus' default requests of 1 CPU / 512Mi: the pod's
+    # effective request, the larger of init and manager, stays the chart's
+    assert init["resources"] == manager(synth(props(version)))["resources"] == {
+        "limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "10m", "memory": "64Mi"}}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_network_policy_lets_in_only_the_ports_the_controller_serves(version):
+    # GIVEN the operator chart WHEN synthesized THEN one NetworkPolicy selects the controller's pod (checkov
+    # CKV2_K8S_6) and admits ingress only on the webhook, metrics and health ports, leaving egress open
+    objs = synth(props(version))
+    policy = one(objs, "NetworkPolicy", "hyperpod-inference-operator-controller-manager")
+    pod_labels = deployment(objs)["spec"]["template"]["metadata"]["labels"]
+    assert policy["metadata"]["namespace"] == "hyperpod-inference-system"
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": 9443}, {"protocol": "TCP", "port": 8443},
+                                                    {"protocol": "TCP", "port": 8081}]}]
+    container = manager(objs)
+    served = {p["containerPort"] for p in container["ports"]} | {
+        int(a.rsplit(":", 1)[1]) for a in container["args"] if a.startswith(("--metrics-bind", "--health-probe"))}
+    assert served == {9443, 8443, 8081}
 
 
 # --- ServiceAccount, RBAC, webhook plumbing ------------------------------------------------------------------------
@@ -544,3 +567,20 @@ def test_missing_required_values_are_all_reported_at_once():
     for field in ("version", "execution_role_arn", "tls_bucket_name", "eks_cluster_name"):
         assert f"{field}:" in message
     assert "'v3.4'" in message
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_wildcard_of_the_cluster_role_is_documented_group_by_group(version):
+    # GIVEN the ClusterRole's rules (the chart's) and docs/permissions.md's section on them
+    from hyperpod_inference.charts.operator import manager_role_rules
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "permissions.md").read_text()
+    section = page.split("## The operator's ClusterRole", 1)[1]
+    rows = [line for line in section.splitlines() if line.startswith("| every verb")]
+    wildcards = [r for r in manager_role_rules(version) if "*" in r["resources"] or "*" in r["verbs"]]
+    # THEN the only wildcard rule is the chart's, and each of its API groups has a row saying what it allows
+    assert [sorted(r["apiGroups"]) for r in wildcards] == [sorted(["", "apps", "batch", "networking.k8s.io"])]
+    for group in wildcards[0]["apiGroups"]:
+        name = "`\"\"` (core)" if group == "" else f"`{group}`"
+        assert any(f"API group {name}" in row or f"resource of {name}" in row for row in rows), group
+    assert "impersonate" in section and "serviceaccounts/token" in section and "Secret" in section

@@ -537,6 +537,15 @@ def test_addon_preserve_on_delete_follows_the_flag(preserve):
     Template.from_stack(stack).has_resource_properties("AWS::EKS::Addon", {"PreserveOnDelete": preserve})
 
 
+def test_addon_version_prop_is_typed_by_the_release_table():
+    # GIVEN the add-on construct THEN its version prop is the release table's Literal, not a copy of the versions
+    from hyperpod_inference.constructs.operator import addon
+    from hyperpod_inference.facts.operator import OperatorVersion
+
+    assert OperatorAddon.__init__.__annotations__["version"] == "OperatorVersion"
+    assert addon.OperatorVersion is OperatorVersion
+
+
 def test_addon_refuses_an_unknown_operator_version():
     with pytest.raises(ValueError, match="version"):
         addon_stack(version="v3.9")
@@ -708,3 +717,24 @@ def test_the_source_account_condition_can_be_switched_off():
     # THEN the SageMaker trusts carry no condition
     trusts = _sagemaker_trusts(Template.from_stack(stack))
     assert len(trusts) == 2 and all("Condition" not in t for t in trusts)
+
+
+def test_addon_configuration_overrides_reach_the_configuration_values_beside_synth_time_values():
+    # GIVEN the add-on as the stack builds it: synth-time (lazy) values among the library's keys, and an override
+    # patch for a key of a newer add-on version (operator.addonConfigurationOverrides)
+    from hyperpod_inference.constructs.lazy import lazy
+
+    stack, role, _tls, deps, _addon = addon_stack(
+        enable_custom_service_accounts=lazy(lambda: True),
+        jumpstart_gated_model_download_role_arn=lazy(lambda: ROLE + "gated"),
+        configuration_overrides={"keda": {"resources": {"limits": {"memory": "1Gi"}}}, "logLevel": "debug"})
+    # WHEN it is synthesized
+    (resource,) = Template.from_stack(stack).find_resources("AWS::EKS::Addon").values()
+    values = json_with_placeholders(resource["Properties"]["ConfigurationValues"])
+    # THEN the patch is merged into configurationValues and the library's keys keep their values
+    assert values["logLevel"] == "debug"
+    assert values["keda"] == {"enabled": True, "resources": {"limits": {"memory": "1Gi"}}, "auth": {"aws": {"irsa": {
+        "enabled": True, "roleArn": f"<GetAtt:{logical_id(deps.keda_role)}.Arn>"}}}}
+    assert values["enableCustomServiceAccounts"] is True
+    assert values["jumpstartGatedModelDownloadRoleArn"] == ROLE + "gated"
+    assert values["executionRoleArn"] == f"<GetAtt:{logical_id(role)}.Arn>"

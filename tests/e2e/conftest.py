@@ -75,6 +75,22 @@ def synth_files(cdk_cli: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return synth(REPO / "tests" / "fixtures" / "files.yaml", tmp_path_factory.mktemp("synth-files"))
 
 
+@pytest.fixture(scope="session")
+def synth_chart(cdk_cli: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Cloud assembly of hyperpod.yaml with the operator installed as a chart (operator.install: chart, v3.3, the
+    reference CRDs as crdSource): the operator's own Deployment, RBAC and webhook objects are in its manifests."""
+    import yaml
+
+    from tests.k8s_validation import require_crds
+
+    data = yaml.safe_load((REPO / "hyperpod.yaml").read_text())
+    data["operator"] = {"install": "chart", "version": "v3.3", "crdSource": str(require_crds() / "v3.3")}
+    folder = tmp_path_factory.mktemp("synth-chart")
+    config = folder / "chart.yaml"
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    return synth(config, folder / "assembly")
+
+
 # ----------------------------------------------------------------------------------------------------- moto server
 @dataclass(frozen=True)
 class MotoServer:

@@ -1,8 +1,11 @@
 """Security scans of what the app synthesizes: checkov, IAM Resource "*", cdk-nag and cfn-lint.
 
-Two configs: hyperpod.yaml (the default app, kubectl delivery, every feature on, so the kubectl provider nested stack
-and the verification provider are in) and tests/fixtures/files.yaml (files delivery, S3/HF/JumpStart models, per-pod
-IAM). Both are synthesized once per session by the real CLI (conftest), and that synth fails on any cdk-nag error.
+Three configs: hyperpod.yaml (the default app, kubectl delivery, every feature on, so the kubectl provider nested stack
+and the verification provider are in), tests/fixtures/files.yaml (files delivery, S3/HF/JumpStart models, per-pod
+IAM) and hyperpod.yaml with `operator.install: chart` (the operator's own Deployment, RBAC and webhook objects, and
+the ALB controller and KEDA as Helm releases). Each is synthesized once per session by the real CLI (conftest), and
+that synth fails on any cdk-nag error. checkov and the IAM wildcard scan read all three; cdk-nag and cfn-lint the
+first two (the chart mode's template is checked by the stack tests).
 
 Accepted findings live in security/checkov-skips.yaml and security/iam-wildcard-allowlist.yaml. Every entry carries
 its reason, and an entry that no longer matches anything fails the test as stale.
@@ -32,8 +35,18 @@ CONFIGS = ("default", "files")
 
 
 @pytest.fixture(scope="session")
-def assemblies(synth_default: Path, synth_files: Path) -> dict[str, Path]:
-    return {"default": synth_default, "files": synth_files}
+def assemblies(synth_default: Path, synth_files: Path, synth_chart: Path) -> dict[str, Path]:
+    return {"default": synth_default, "files": synth_files, "chart": synth_chart}
+
+
+def test_the_chart_mode_scan_sees_the_operators_own_deployment(assemblies: dict[str, Path]) -> None:
+    # GIVEN the chart-mode synth THEN its manifests hold the operator's controller Deployment and ClusterRole, so
+    # checkov's kubernetes scan reads them (the add-on configs have neither)
+    objects = [o for path in (assemblies["chart"] / "manifests").glob("*.yaml")
+               for o in yaml.safe_load_all(path.read_text()) if o]
+    names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert ("Deployment", "hyperpod-inference-operator-controller-manager") in names
+    assert ("ClusterRole", "hyperpod-inference-operator-manager-role") in names
 
 
 def templates(assembly: Path) -> list[Path]:

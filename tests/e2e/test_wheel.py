@@ -104,7 +104,7 @@ def test_wheel_holds_the_nvme_agent_the_lambda_handler_and_the_policy_file(wheel
         metadata = next(zf.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
     handler = sorted(p.relative_to(REPO).as_posix() for p in (PACKAGE / "lambda").rglob("*.py"))
     agent = [f"hyperpod_inference/nvme_agent/{name}" for name in _agent_files()]
-    policies = sorted(p.relative_to(REPO).as_posix() for p in (PACKAGE / "constructs").glob("*.json"))
+    policies = sorted(p.relative_to(REPO).as_posix() for p in (PACKAGE / "constructs").rglob("*.json"))
     # THEN every agent module, every Lambda handler file and every construct data file is in it
     assert "hyperpod_inference/lambda/verify_endpoint/index.py" in handler
     assert policies and "hyperpod_inference/nvme_agent/cli.py" in agent

@@ -143,3 +143,50 @@ def test_a_long_tls_certificate_scope_keeps_its_head_and_ends_in_a_hash_of_the_w
     assert naming.tls_certificate_prefix("HyperPodInference") == "hyperpod-inference/hyperpodinference"
     assert naming.tls_certificate_prefix("Team_A.Prod") == "hyperpod-inference/team-a-prod"
     assert naming.tls_certificate_prefix("___") == "hyperpod-inference/hyperpod"
+
+
+# --- the names the composition and the charts take from naming.py (exactly the names deployed before) -------------
+
+def test_scope_and_iam_names_are_the_deployed_ones():
+    from hyperpod_inference.facts import naming as n
+
+    # GIVEN the default stack WHEN its names are made THEN they are those of the golden snapshot
+    assert n.name_scope("HyperPodInference", "Default") == "HyperPodInference"
+    assert n.name_scope("HyperPodInference", "Inference") == "HyperPodInference-Inference"
+    assert n.gated_model_role_name("HyperPodInference") == "hyperpodinference-jumpstart-gated"
+    assert n.service_account_role_name("HyperPodInference", "research", "llama-nvme", "ModelReader") == \
+        "hyperpodinference-research-llama-nvme-ModelReader"
+    long = n.service_account_role_name("S" * 40, "inference", "e" * 30, "ModelReader")
+    assert len(long) == 64 and long.startswith("ssssss")
+    assert n.role_arn("aws", "111122223333", "r") == "arn:aws:iam::111122223333:role/r"
+    assert n.default_stack_name(None, "hp-eks", several=False) == "HyperPodInference"
+    assert n.default_stack_name(None, "hp-eks", several=True) == "HyperPodInference-hp-eks"
+    assert n.default_stack_name("Mine", "hp-eks", several=True) == "Mine"
+
+
+def test_kubernetes_names_are_the_deployed_ones():
+    import hashlib
+
+    from hyperpod_inference.facts import naming as n
+
+    def digest(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()[:10]
+
+    # GIVEN keys as the charts build them WHEN named THEN each name is <stem>-<10 hex of sha256(key)> or a suffix
+    assert n.hf_token_names("k") == {"secret": f"hf-token-{digest('k')}", "store": f"hf-token-{digest('k')}",
+                                     "external_secret": f"hf-token-{digest('k')}",
+                                     "service_account": f"hf-token-{digest('k')}-reader"}
+    warm = n.warm_daemonset_name("w")
+    assert warm == f"nvme-warm-{digest('w')}"
+    assert n.warm_models_configmap_name(warm) == f"{warm}-models"
+    assert n.deny_ingress_policy_name(warm) == f"{warm}-deny-ingress"
+    assert n.agent_code_prefix("HyperPodInference") == "hyperpodinference-nvme-agent"
+    assert n.agent_code_configmap_name("p", "0123456789abcdef") == "p-0123456789"
+    assert n.agent_gc_name("p") == "p-gc"
+    assert n.hashed_name("p-gc", "{}") == f"p-gc-{digest('{}')}"
+    assert n.model_reader_service_account_name("llama") == "llama-model-reader"
+    assert (n.endpoint_unit_name("inference", "qwen"), n.support_unit_name("inference-qwen"),
+            n.shared_unit_name("inference", warm), n.agent_code_unit_name("inference"),
+            n.namespace_unit_name("inference")) == (
+        "inference-qwen", "inference-qwen-support", f"inference-{warm}", "inference-nvme-agent-code",
+        "namespace-inference")

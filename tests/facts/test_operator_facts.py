@@ -42,3 +42,21 @@ def test_fields_since_lists_exactly_the_crd_fields_each_version_adds():
 def test_every_release_has_crds_in_the_reference_folder():
     for version in operator.OPERATOR_VERSIONS:
         assert (require_crds() / version).is_dir()
+
+
+def test_every_name_for_the_release_facts_reads_the_one_release_table():
+    # GIVEN the release table in facts/operator.py and the names other modules use for its facts
+    from typing import get_args
+
+    from hyperpod_inference.facts import operator as op
+    from hyperpod_inference.facts import production
+
+    # THEN the version Literal is the table's versions, and the older names are the table's
+    assert get_args(op.OperatorVersion) == op.OPERATOR_VERSIONS == tuple(r.version for r in op.RELEASES)
+    assert production.ADDON_VERSIONS is op.OPERATOR_ADDON_VERSIONS
+    assert production.NEWER_ADDON_VERSIONS is op.NEWER_ADDON_VERSIONS
+    assert production.FIELD_SINCE is op.FIELDS_SINCE and production.version_has is op.has_field
+    # AND a newer add-on version is newer than every validated one and names a later operator version
+    for addon_version, operator_version in op.NEWER_ADDON_VERSIONS.items():
+        assert all(op.Version(addon_version) > r.addon_version for r in op.RELEASES)
+        assert op.Version(operator_version) > op.OPERATOR_VERSIONS[-1]

@@ -112,3 +112,22 @@ def test_a_version_equals_no_string_that_is_not_a_version():
     assert Version("v3.3") != "latest"
     with pytest.raises(ValueError, match="not a version"):
         assert Version("v3.3") < "latest"
+
+
+def test_the_verify_body_is_built_in_one_place_from_the_payload_or_the_runtimes_default():
+    # GIVEN payloads as the config and the construct take them
+    from hyperpod_inference.facts.runtimes import FALLBACK_PAYLOAD, PRESETS, default_payload
+    from hyperpod_inference.facts.safety import verify_body
+
+    # THEN a string goes as it is, a mapping as compact JSON, none (or empty) as the default
+    assert verify_body("hi", "text/plain", "d") == "hi"
+    assert verify_body({"a": [1, "é"]}, "application/vnd.x+json", "d") == '{"a":[1,"é"]}'
+    assert verify_body(None, None, "d") == "d" and verify_body("", "application/json", "d") == "d"
+    # AND a mapping with a content type that is not JSON, or a number, is refused with the reason
+    with pytest.raises(ValueError, match="needs a JSON content type"):
+        verify_body({"a": 1}, "text/plain", "d")
+    with pytest.raises(ValueError, match="must be a string, a mapping or a list"):
+        verify_body(3, "application/json", "d")
+    # AND the default is the runtime preset's payload, else the fallback
+    assert default_payload("vllm") == PRESETS["vllm"].default_payload
+    assert default_payload("custom") == default_payload(None) == FALLBACK_PAYLOAD

@@ -1,10 +1,11 @@
 """The deployed-resource inventory the golden logical-ID test compares: for each profile, every resource of every
-template (the stack and its nested stacks) with its logical ID, type, nesting and literal physical name.
+template (the stack and its nested stacks) with its logical ID, type, nesting, literal physical name and, for the
+stateful types, the other properties whose change replaces the resource.
 
-Regenerate the snapshot after an intended change with ``python -m tests.golden.inventory --update``. A removed or
-renamed resource of a protected type (a moved ``KubernetesManifest`` is deleted with ``kubectl delete``; a retained
-bucket, key, alias or role is orphaned or recreated) is recorded under ``migrations`` and the test then requires
-CHANGELOG.md to name it with its migration.
+Regenerate the snapshot after an intended change with ``python -m tests.golden.inventory --update``. A removed,
+renamed or replaced resource of a protected type (a moved ``KubernetesManifest`` is deleted with ``kubectl delete``;
+a retained bucket, key, alias, zone, role or log group is orphaned or recreated) is recorded under ``migrations`` and
+the test then requires CHANGELOG.md to name it with its migration.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).with_name("logical_ids.json")
 CHANGELOG = REPO / "CHANGELOG.md"
 
-#: Resource types whose removal or rename loses something deployed.
+#: Resource types whose removal, rename or replacement loses something deployed (a moved manifest is deleted with
+#: ``kubectl delete``; a bucket, key, alias, zone, role or log group is orphaned, recreated or emptied).
 PROTECTED_TYPES = (
     "Custom::AWSCDK-EKS-KubernetesResource",
     "AWS::S3::Bucket",
@@ -28,10 +30,34 @@ PROTECTED_TYPES = (
     "AWS::KMS::Alias",
     "AWS::IAM::Role",
     "AWS::Route53::HostedZone",
+    "AWS::Logs::LogGroup",
 )
 
 #: Properties that carry a physical name the library chooses.
-NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName", "Name", "FunctionName", "AddonName", "DomainName")
+NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName", "Name", "FunctionName", "AddonName", "DomainName",
+                   "LogGroupName")
+
+#: Per protected AWS type, the properties besides its name whose change replaces the resource under the same logical
+#: ID: the type's ``createOnlyProperties`` in the CloudFormation resource schema (a test checks this table against the
+#: schemas cfn-lint ships). ``AWS::KMS::Key`` has none there, but its schema says a change of ``KeySpec``,
+#: ``KeyUsage`` or ``MultiRegion`` fails the update whatever the UpdateReplacePolicy, and ``Origin`` cannot change
+#: either: those are recorded too.
+REPLACING_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "AWS::S3::Bucket": ("BucketNamePrefix", "BucketNamespace"),
+    "AWS::KMS::Key": ("KeySpec", "KeyUsage", "MultiRegion", "Origin"),
+    "AWS::KMS::Alias": (),
+    "AWS::IAM::Role": ("Path",),
+    "AWS::Route53::HostedZone": ("DelegationSetId",),
+    "AWS::Logs::LogGroup": (),
+}
+#: The name property of each protected AWS type (also create-only).
+NAME_OF_TYPE: dict[str, str] = {
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::KMS::Alias": "AliasName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::Route53::HostedZone": "Name",
+    "AWS::Logs::LogGroup": "LogGroupName",
+}
 
 
 
@@ -77,9 +103,12 @@ def template_inventory(outdir: Path, template_file: str, nesting: str = "", asse
     for logical_id, res in sorted(template.get("Resources", {}).items()):
         props = res.get("Properties") or {}
         names = {p: _name(props[p]) for p in NAME_PROPERTIES if props.get(p) is not None}
+        replacing = {p: _name(props[p]) for p in REPLACING_PROPERTIES.get(res["Type"], ()) if props.get(p) is not None}
         entry: dict[str, Any] = {"type": res["Type"]}
         if names:
             entry["names"] = names
+        if replacing:
+            entry["replacing"] = replacing
         if res.get("DeletionPolicy"):
             entry["deletionPolicy"] = res["DeletionPolicy"]
         out[f"{nesting}/{logical_id}"] = entry
@@ -106,15 +135,22 @@ def load_snapshot() -> dict[str, Any]:
 
 
 def removed_protected(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """``<path>`` -> type for protected resources in ``old`` that ``new`` lacks (or has with another type or name)."""
+    """``<path>`` -> type for protected resources in ``old`` that ``new`` lacks, or has with another type, another
+    physical name or another replacement-causing property (a replacement under the same logical ID)."""
     gone = {}
     for path, entry in old.items():
         if entry["type"] not in PROTECTED_TYPES:
             continue
         now = new.get(path)
-        if now is None or now["type"] != entry["type"] or now.get("names") != entry.get("names"):
+        if (now is None or now["type"] != entry["type"] or now.get("names") != entry.get("names")
+                or now.get("replacing") != entry.get("replacing")):
             gone[path] = entry["type"]
     return gone
+
+
+def missing_migrations(migrations: dict[str, str], changelog: str) -> list[str]:
+    """The recorded migrations (``<profile>:<path>``) whose logical ID ``changelog`` does not name."""
+    return [key for key in migrations if key.rsplit("/", 1)[-1] not in changelog]
 
 
 def update() -> list[str]:

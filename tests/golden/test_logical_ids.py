@@ -34,8 +34,7 @@ def test_profile_deploys_the_snapshot_resources(synthesized: dict[str, dict], pr
 def test_every_recorded_migration_is_in_the_changelog() -> None:
     # GIVEN protected resources the snapshot recorded as removed THEN CHANGELOG.md names each logical ID
     text = inventory.CHANGELOG.read_text() if inventory.CHANGELOG.exists() else ""
-    missing = [key for key in inventory.load_snapshot().get("migrations", {})
-               if key.rsplit("/", 1)[-1] not in text]
+    missing = inventory.missing_migrations(inventory.load_snapshot().get("migrations", {}), text)
     assert not missing, f"CHANGELOG.md gives no migration for: {missing}"
 
 
@@ -48,3 +47,69 @@ def test_removed_protected_sees_a_moved_manifest_and_a_renamed_bucket() -> None:
            "/Bucket": {"type": "AWS::S3::Bucket", "names": {"BucketName": "b"}}}
     assert inventory.removed_protected(old, new) == {"/ManifestA": "Custom::AWSCDK-EKS-KubernetesResource",
                                                      "/Bucket": "AWS::S3::Bucket"}
+
+
+ALIAS = "AWS::KMS::Alias"
+ROLE = "AWS::IAM::Role"
+
+
+def test_a_renamed_alias_or_role_under_the_same_logical_id_is_a_replacement_the_changelog_must_name() -> None:
+    # GIVEN a snapshot with a key alias and a role WHEN a release renames both under the same logical IDs
+    old = {"/KeyAlias": {"type": ALIAS, "names": {"AliasName": "alias/a-data-capture"}},
+           "/ExecutionRole": {"type": ROLE, "names": {"RoleName": "SageMakerHyperPodInference-a-us-west-2"}}}
+    new = {"/KeyAlias": {"type": ALIAS, "names": {"AliasName": "alias/b-data-capture"}},
+           "/ExecutionRole": {"type": ROLE, "names": {"RoleName": "SageMakerHyperPodInference-b-us-west-2"}}}
+    # THEN the check reports both as replaced
+    removed = inventory.removed_protected(old, new)
+    assert removed == {"/KeyAlias": ALIAS, "/ExecutionRole": ROLE}
+    # AND once recorded, the changelog check fails until CHANGELOG.md names each logical ID with its migration
+    recorded = {f"default:{path}": rtype for path, rtype in removed.items()}
+    assert set(inventory.missing_migrations(recorded, "## Unreleased\n- nothing about it\n")) == set(recorded)
+    named = "- **Migration**: `KeyAlias` and `ExecutionRole` get new names; ..."
+    assert inventory.missing_migrations(recorded, named) == []
+
+
+def test_a_changed_replacement_causing_property_is_reported_and_an_unchanged_one_is_not() -> None:
+    # GIVEN a role with a path and a hosted zone WHEN the role's path changes and the zone stays
+    zone = {"type": "AWS::Route53::HostedZone", "names": {"Name": "example.com."}}
+    old = {"/Role": {"type": ROLE, "names": {"RoleName": "r"}, "replacing": {"Path": "/a/"}}, "/Zone": zone}
+    new = {"/Role": {"type": ROLE, "names": {"RoleName": "r"}, "replacing": {"Path": "/b/"}}, "/Zone": dict(zone)}
+    # THEN only the role is reported
+    assert inventory.removed_protected(old, new) == {"/Role": ROLE}
+
+
+def test_the_inventory_records_names_and_replacing_properties_of_stateful_resources(tmp_path) -> None:
+    # GIVEN a template with a named log group, a key with a key spec and a role with a path
+    template = {"Resources": {
+        "Logs": {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "/hp/x", "RetentionInDays": 7}},
+        "Key": {"Type": "AWS::KMS::Key", "Properties": {"KeySpec": "SYMMETRIC_DEFAULT", "Description": "d"}},
+        "Role": {"Type": ROLE, "Properties": {"RoleName": "r", "Path": "/hp/", "Description": "d"}},
+    }}
+    (tmp_path / "t.json").write_text(json.dumps(template))
+    # WHEN its inventory is taken
+    inv = inventory.template_inventory(tmp_path, "t.json", assets={})
+    # THEN names and replacement-causing properties are recorded, nothing else
+    assert inv == {"/Logs": {"type": "AWS::Logs::LogGroup", "names": {"LogGroupName": "/hp/x"}},
+                   "/Key": {"type": "AWS::KMS::Key", "replacing": {"KeySpec": "SYMMETRIC_DEFAULT"}},
+                   "/Role": {"type": ROLE, "names": {"RoleName": "r"}, "replacing": {"Path": "/hp/"}}}
+
+
+@pytest.mark.parametrize("rtype", sorted(inventory.REPLACING_PROPERTIES))
+def test_the_replacing_properties_are_the_cloudformation_schemas_create_only_ones(rtype: str) -> None:
+    # GIVEN the CloudFormation resource schema of a protected type (as cfn-lint ships it)
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", rtype).schema
+    create_only = {p.removeprefix("/properties/") for p in schema.get("createOnlyProperties", [])}
+    # THEN the table records exactly its create-only properties (the name among them), or for a KMS key the ones
+    # whose change its schema says fails the update
+    recorded = set(inventory.REPLACING_PROPERTIES[rtype]) | ({inventory.NAME_OF_TYPE[rtype]}
+                                                            if rtype in inventory.NAME_OF_TYPE else set())
+    if rtype == "AWS::KMS::Key":
+        assert not create_only
+        for prop in ("KeySpec", "KeyUsage", "MultiRegion"):
+            assert "update request fails" in schema["properties"][prop]["description"]
+        assert recorded == {"KeySpec", "KeyUsage", "MultiRegion", "Origin"}
+    else:
+        assert recorded == create_only
+    assert set(inventory.NAME_OF_TYPE.values()) <= set(inventory.NAME_PROPERTIES)
