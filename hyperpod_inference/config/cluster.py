@@ -1,0 +1,81 @@
+"""The ``env`` and ``cluster`` sections: where the stack deploys and the existing HyperPod EKS cluster."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar
+
+from pydantic import (
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from ..facts import rules
+from .base import (
+    RoleArn,
+    Strict,
+    _err,
+    _raise_all,
+)
+from .production import (
+    CrdPaths,
+    NoCrd,
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------- env
+class Env(Strict):
+    """Where the stack deploys. Both are literal so physical names and manifests are known at synth time."""
+
+    crd_paths: ClassVar[CrdPaths] = {
+        "account": NoCrd("AWS side, not the custom resource"),
+        "region": NoCrd("AWS side, not the custom resource"),
+    }
+    account: Annotated[str, StringConstraints(pattern=rules.ACCOUNT)]
+    """The 12-digit AWS account ID."""
+    region: Annotated[str, StringConstraints(pattern=rules.REGION)]
+    """The AWS region, e.g. us-west-2."""
+
+
+class Cluster(Strict):
+    """The existing HyperPod EKS cluster the stack installs into. The app (which imports the cluster) needs every
+    field; ``HyperPodInference`` given a cluster object needs only ``hyperpodClusterArn`` (and ``oidcProviderArn``
+    unless the object carries a literal one)."""
+
+    crd_paths: ClassVar[CrdPaths] = {
+        "eks_cluster_name": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider "
+                                  "by it"),
+        "kubectl_role_arn": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider "
+                                  "by it"),
+        "oidc_provider_arn": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider"
+                                   " by it"),
+        "vpc_id": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider by it"),
+        "kubectl_subnet_ids": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC "
+                                    "provider by it"),
+        "kubectl_security_group_id": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC "
+                                           "provider by it"),
+        "hyperpod_cluster_arn": NoCrd("the operator add-on's hyperpodClusterArn value"),
+    }
+    eks_cluster_name: Annotated[str, StringConstraints(pattern=rules.EKS_CLUSTER_NAME)] | None = None
+    """The EKS cluster of the HyperPod cluster."""
+    hyperpod_cluster_arn: Annotated[str, StringConstraints(pattern=rules.HYPERPOD_CLUSTER_ARN)]
+    """The HyperPod cluster's ARN (the operator needs it for data capture)."""
+    kubectl_role_arn: RoleArn | None = None
+    """A role mapped to cluster-admin that the kubectl provider assumes (EKS access entry or aws-auth)."""
+    oidc_provider_arn: Annotated[str, StringConstraints(pattern=rules.OIDC_PROVIDER_ARN)] | None = None
+    """The cluster's IAM OIDC provider; IRSA trust conditions are parsed from it."""
+    vpc_id: Annotated[str, StringConstraints(pattern=rules.VPC_ID)] | None = None
+    """The cluster's VPC."""
+    kubectl_subnet_ids: list[Annotated[str, StringConstraints(pattern=rules.SUBNET_ID)]] = Field(default_factory=list)
+    """Private API endpoint only: subnets the kubectl handler runs in."""
+    kubectl_security_group_id: Annotated[str, StringConstraints(pattern=rules.SECURITY_GROUP_ID)] | None = None
+    """Private API endpoint only: the security group of the kubectl handler (needs kubectlSubnetIds)."""
+
+    @model_validator(mode="after")
+    def _private_endpoint(self) -> Cluster:
+        if self.kubectl_security_group_id and not self.kubectl_subnet_ids:
+            _raise_all(type(self), [_err(("kubectlSecurityGroupId",),
+                                         "only used with kubectlSubnetIds (private API endpoint)")])
+        return self
+
+
