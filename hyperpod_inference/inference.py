@@ -83,9 +83,9 @@ class InferenceEndpoint:
 class HyperPodInference(Construct):
     """Everything HyperPod inference needs on an existing cluster, from one validated config, in your stack.
 
-    :param config: the validated config (``load_config``; ``load_config(path, cluster_object=True)`` when you pass
-        ``cluster``, so the ``cluster`` section needs only ``hyperpodClusterArn`` and, unless the cluster object
-        carries a literal one, ``oidcProviderArn``)
+    :param config: the validated config (``load_config``). With ``cluster``, the ``cluster`` section needs only
+        ``hyperpodClusterArn`` and, unless the cluster object carries a literal one, ``oidcProviderArn``; ``env``
+        may be absent (the enclosing stack's is taken)
     :param cluster: the EKS cluster (``aws_eks.ICluster``) whose kubectl provider applies the manifests. Default:
         none, for ``manifests.delivery: files``; ``HyperPodInferenceStack`` imports the one the config describes.
     :param capture_bucket: the capture bucket instead of ``capture.bucketName``. One created in the same stack is
@@ -127,7 +127,7 @@ class HyperPodInference(Construct):
             # apply as they do to a config that names it.
             data = config.model_dump(by_alias=True, exclude_none=True)
             data["env"] = {"account": self.stack.account, "region": self.stack.region}
-            config = parse_config(data, f"{self.node.path} config", cluster_object=True)
+            config = parse_config(data, f"{self.node.path} config")
         self.config = config
         self.cluster = cluster
         self.region: str = self.stack.region
@@ -239,7 +239,7 @@ class HyperPodInference(Construct):
         data = self.config.model_dump(by_alias=True, exclude_none=True)
         data["endpoints"] = [e.model_dump(by_alias=True, exclude_none=True) for e in [*self._added, endpoint]]
         try:
-            parse_config(data, "add_endpoint", cluster_object=True)
+            parse_config(data, "add_endpoint")
         except ConfigError as err:
             prefix = f"endpoints[{len(self._added)}]"
             problems = [(p[len(prefix):].lstrip(".") or "<endpoint>", m) if p.startswith(prefix) else (p, m)

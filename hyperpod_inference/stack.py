@@ -10,6 +10,8 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from .config.cross_rules import cluster_import_problems
+from .config.loader import ConfigError
 from .config.models import HyperPodConfig
 from .delivery import (  # noqa: F401 - re-exported: the stack's public size limits and checks
     MAX_MANIFEST_BYTES,
@@ -53,6 +55,9 @@ class HyperPodInferenceStack(cdk.Stack):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HyperPodConfig, **kwargs: Any) -> None:
+        problems = cluster_import_problems(config, env_given=kwargs.get("env") is not None)
+        if problems:
+            raise ConfigError(f"HyperPodInferenceStack {construct_id}", problems)
         if config.env is not None:
             kwargs.setdefault("env", cdk.Environment(account=config.env.account, region=config.env.region))
         kwargs.setdefault("description", "SageMaker HyperPod inference (hyperpod-inference-cdk)")

@@ -15,6 +15,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from ..facts import instances as instance_table
 from ..facts import production as prod_facts
 from ..facts import rules
+from ..facts.runtimes import PRESETS
 from . import safety
 from .base import (
     AbsolutePath,
@@ -22,6 +23,7 @@ from .base import (
     DnsLabel,
     DnsSubdomain,
     DomainName,
+    Loc,
     Strict,
     _at,
     _err,
@@ -274,8 +276,9 @@ class Endpoint(Strict):
     """Metrics scraping."""
     pd_spec: PdSpec | None = crd("spec.pdSpec")
     """Disaggregated prefill and decode."""
-    tags: Annotated[list[Tag], Field(max_length=50)] | None = crd("spec.tags")
-    """Tags of the SageMaker endpoint."""
+    tags: Annotated[list[Tag], Field(max_length=50)] | None = crd(
+        "spec.tags", description="Tags of the SageMaker endpoint: at most 50, keys unique and not starting with aws: "
+                                 "(SageMaker's tag rules).")
     max_deploy_time_in_seconds: Annotated[int, Field(ge=60, le=2**31 - 1)] | None = crd("spec.maxDeployTimeInSeconds")
     """How long the operator waits for the deployment."""
     model_version: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = crd("spec.modelVersion")
@@ -306,7 +309,14 @@ class Endpoint(Strict):
                                   "the endpoint.")
     spec_overrides: dict[str, Any] | None = Field(
         default=None, description="An RFC 7386 JSON merge patch applied last to the resource's spec, for fields the "
-                                  "library does not model (refused on paths it writes or models).")
+                                  "library does not model. Refused on paths it writes or models; every path is "
+                                  "checked against the fields of operator.version's CRD: a path no known version "
+                                  "has is refused with the nearest field, one only a later version has with that "
+                                  "version (unless specOverridesUnchecked).")
+    spec_overrides_unchecked: bool = Field(
+        default=False, description="Merge specOverrides without checking its paths against operator.version's CRD "
+                                   "(for a newer operator than the library validates; warned: "
+                                   "specOverridesUnchecked). Paths the library writes stay refused.")
 
     @field_validator("domain_name", mode="before")
     @classmethod
@@ -346,6 +356,8 @@ class Endpoint(Strict):
             if len(self.env or {}) > prod_facts.JSM_ENV_MAX:
                 e.append(_err(("env",), f"kind: JumpStartModel takes at most {prod_facts.JSM_ENV_MAX} variables"))
         e += self._placement_rules(jsm)
+        e += [_err(loc, msg) for loc, msg in self.request_limit_findings(warn=False)]
+        e += self._pod_rules(jsm)
         if self.runtime == "custom" and not self.image:
             e.append(_err(("image",), "required with runtime: custom"))
         if self.runtime == "custom" and not self.port:
@@ -401,15 +413,18 @@ class Endpoint(Strict):
                           "nodeAffinity)"))
         if jsm or not placed:
             return e
+        unknown = list(self._unknown_instance_types())
+        e += [_err(loc, msg, value) for loc, msg, value in unknown]
         facts = self.instance
         res = self.resources
         gpus_given = res is not None and (res.gpus is not None or any(
             k in prod_facts.EXTENDED_RESOURCES for k in {**(res.requests or {}), **(res.limits or {})}))
-        if facts is None and not gpus_given:
+        if facts is None and not gpus_given and not unknown:
             types = self.placement_types()
-            why = (f"{types[0]} is not in the instance table" if types and len(types) == 1 else
-                   "the candidate instance types do not all agree on their accelerators (or one is unknown)" if types
-                   else "nodeAffinity does not restrict node.kubernetes.io/instance-type in every required term")
+            why = (f"{types[0]} has no accelerator facts in the instance table" if types and len(types) == 1 else
+                   "the candidate instance types do not all agree on their accelerators (or one has no facts)"
+                   if types else "nodeAffinity does not restrict node.kubernetes.io/instance-type in every required "
+                   "term")
             e.append(_err(("resources", "gpus"), f"required: {why}; give the accelerator count (0 for none)"))
         if facts is not None and facts.accelerator == "neuron" and self.effective_runtime != "custom":
             e.append(_err(("runtime",), "Neuron instances need runtime: custom with a Neuron image (the presets are "
@@ -436,6 +451,109 @@ class Endpoint(Strict):
                 if key in prod_facts.TGI_PRESET_ENV:
                     e.append(_err(("env", key), f"{key} is set by the tgi preset; use the config key "
                                   f"{prod_facts.TGI_PRESET_ENV[key]} instead"))
+        return e
+
+    def _unknown_instance_types(self) -> list[tuple[Loc, str, str]]:
+        """Placement values that are no known cluster instance type (HyperPod labels its nodes with the ``ml.*``
+        type), each with its path and the nearest known type."""
+        found: list[tuple[Loc, str]] = []
+        if self.instance_type:
+            found.append((("instanceType",), self.instance_type))
+        for i, value in enumerate(self.instance_types or []):
+            found.append((("instanceTypes", i), value))
+        if self.node_affinity is not None:
+            for loc, value in self.node_affinity.instance_type_values():
+                found.append((("nodeAffinity", *loc), value))
+        out = []
+        for loc, value in found:
+            if value in instance_table.KNOWN_TYPES:
+                continue
+            guess = instance_table.nearest_known(value)
+            hint = f"; did you mean {guess}?" if guess else " (HyperPod nodes carry ml.* instance types)"
+            out.append((loc, f"{value} is not a known HyperPod cluster instance type{hint}", value))
+        return out
+
+    def request_limit_findings(self, *, warn: bool) -> list[tuple[Loc, str]]:
+        """Worker requests the instance cannot give (``warn=False``: refusals) or that come within 10% of it
+        (``warn=True``). With several candidate types the smallest decides; the node keeps its reserve
+        (``facts.instances.allocatable``)."""
+        res = self.resources
+        types = [t for t in self.placement_types() or [] if t in instance_table.INSTANCES]
+        facts = instance_table.smallest(types) if not self.is_jumpstart and res is not None else None
+        if facts is None or res is None:
+            return []
+        which = types[0] if len(types) == 1 else f"the smallest candidate ({', '.join(types)})"
+        out: list[tuple[Loc, str]] = []
+        resource, count = self.accelerators
+        given = res.gpus is not None or any(k in prod_facts.EXTENDED_RESOURCES[:2]
+                                            for k in {**(res.requests or {}), **(res.limits or {})})
+        if not warn and given and count > facts.count:
+            loc: Loc = ("resources", "gpus") if res.gpus is not None else (
+                "resources", "limits" if resource in (res.limits or {}) else "requests", resource)
+            out.append((loc, f"{count} {resource} requested, and {which} has {facts.count}: the pod never "
+                             "schedules"))
+        limits = instance_table.allocatable(facts)
+        if limits is None:
+            return out
+        for name, limit in (("cpu", limits[0]), ("memory", limits[1])):
+            found = self._request(name)
+            if found is None:
+                continue
+            loc, value = found
+            amount = prod_facts.quantity_value(value)
+            shown = f"{limit:.2f} CPUs" if name == "cpu" else f"{limit / 2**30:.1f}Gi"
+            reserve = ("after the node's reserve (kube-reserved and the eviction threshold of the EKS AMI; "
+                       "docs/safe-defaults.md)")
+            if amount > limit and not warn:
+                out.append((loc, f"{value} is more than {which} can give a pod: {shown} {reserve}"))
+            elif warn and instance_table.NEAR_LIMIT_SHARE * limit < amount <= limit:
+                out.append((loc, f"{value} is within 10% of what {which} can give a pod ({shown} {reserve}); "
+                                 "DaemonSets on the node request from the same share, so the pod may not schedule"))
+        return out
+
+    def _request(self, name: str) -> tuple[Loc, str | int] | None:
+        """The worker's request of ``cpu`` / ``memory`` and its path (a limit alone is the request)."""
+        res = self.resources
+        if res is None:
+            return None
+        short = res.cpu if name == "cpu" else res.memory
+        if short is not None:
+            return ("resources", name), short
+        if name in (res.requests or {}):
+            return ("resources", "requests", name), (res.requests or {})[name]
+        if name in (res.limits or {}):
+            return ("resources", "limits", name), (res.limits or {})[name]
+        return None
+
+    @property
+    def served_port(self) -> int:
+        """The container port the model server listens on (``port``, else the runtime preset's)."""
+        preset = PRESETS.get(self.effective_runtime or "")
+        return self.port or (preset.port if preset else 8080)
+
+    def _pod_rules(self, jsm: bool) -> list[InitErrorDetails]:
+        """Probe ports the container serves; SageMaker's tag rules."""
+        e: list[InitErrorDetails] = []
+        if self.probes is not None and not jsm:
+            name = self.port_name or "http"
+            for key, probe in (("livenessProbe", self.probes.liveness_probe),
+                               ("readinessProbe", self.probes.readiness_probe),
+                               ("startupProbe", self.probes.startup_probe)):
+                if probe is None:
+                    continue
+                for handler, action in (("httpGet", probe.http_get), ("tcpSocket", probe.tcp_socket),
+                                        ("grpc", probe.grpc)):
+                    if action is None or action.port in (self.served_port, name):
+                        continue
+                    e.append(_err(("probes", key, handler, "port"), f"the container serves port {self.served_port} "
+                                  f"(named {name}); a probe on {action.port!r} finds nothing there and never "
+                                  "succeeds", action.port))
+        seen: dict[str, int] = {}
+        for i, tag in enumerate(self.tags or []):
+            if tag.name in seen:
+                e.append(_err(("tags", i, "name"), f"duplicate tag key {tag.name!r} (also tags[{seen[tag.name]}]); "
+                              "SageMaker refuses repeated keys"))
+            seen.setdefault(tag.name, i)
         return e
 
     def placement_types(self) -> list[str] | None:

@@ -13,7 +13,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from hyperpod_inference import ConfigError, Endpoint, HyperPodInference, parse_config
+from hyperpod_inference import ConfigError, Endpoint, HyperPodInference, HyperPodInferenceStack, parse_config
 from tests.k8s_validation import crd_errors, require_crds
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,7 +155,7 @@ def _files_config(**extra: Any) -> Any:
                                      "oidcProviderArn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
                                                         "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
                                      "eksClusterName": "my-hp-eks"},
-                         "manifests": {"delivery": "files"}, **extra}, cluster_object=True)
+                         "manifests": {"delivery": "files"}, **extra})
 
 
 def test_config_path_builds_the_same_custom_resources(user_app: dict[str, Any]) -> None:
@@ -174,7 +174,7 @@ def test_config_path_builds_the_same_custom_resources(user_app: dict[str, Any]) 
     local: dict[str, Any] = {"stack": stack, "app": app}
     exec(compile(setup, str(DOC), "exec"), local)  # noqa: S102 - the same resources, in the second stack
     inference = HyperPodInference(stack, "Inference", cluster=local["cluster"], config=parse_config(
-        data, cluster_object=True), capture_bucket=local["bucket"], capture_key=local["key"],
+        data), capture_bucket=local["bucket"], capture_key=local["key"],
         hosted_zone=local["zone"], certificate=local["certificate"])
     for name, added in ns["inference"].endpoints.items():
         assert stack.resolve(inference.endpoints[name].custom_resource) == ns["stack"].resolve(added.custom_resource)
@@ -208,23 +208,27 @@ def test_props_are_checked_with_the_rule_named() -> None:
         HyperPodInference(agnostic, "Inference", config=_files_config())
     other = cdk.Stack(app, "Other", env=cdk.Environment(account="111122223333", region="eu-west-1"))
     config = parse_config({**_files_config().model_dump(by_alias=True, exclude_none=True),
-                           "env": {"account": "111122223333", "region": "us-west-2"}}, cluster_object=True)
+                           "env": {"account": "111122223333", "region": "us-west-2"}})
     with pytest.raises(ValueError, match="differs from the enclosing stack"):
         HyperPodInference(other, "Inference", config=config)
     kubectl = cdk.Stack(app, "Kubectl", env=cdk.Environment(account="111122223333", region="us-west-2"))
     data = _files_config().model_dump(by_alias=True, exclude_none=True)
     data["manifests"] = {"delivery": "kubectl"}
     with pytest.raises(ValueError, match="cluster: required with manifests.delivery: kubectl"):
-        HyperPodInference(kubectl, "Inference", config=parse_config(data, cluster_object=True))
+        HyperPodInference(kubectl, "Inference", config=parse_config(data))
 
 
-def test_app_path_still_needs_the_whole_cluster_section() -> None:
-    # GIVEN a config without cluster fields WHEN validated for the app (no cluster object) THEN each is named
+def test_a_config_with_only_the_hyperpod_cluster_arn_loads_and_the_stack_names_what_it_needs() -> None:
+    # GIVEN a config whose cluster section has only hyperpodClusterArn and no env
+    config = parse_config({"apiVersion": "hyperpod-inference/v1", "cluster": {
+        "hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh"}})
+    # WHEN the app's stack (which imports the cluster by name) is built from it THEN refused, naming each field and
+    # how to proceed
     with pytest.raises(ConfigError) as err:
-        parse_config({"apiVersion": "hyperpod-inference/v1",
-                      "cluster": {"hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh"}})
+        HyperPodInferenceStack(cdk.App(), "Stack", config=config)
     assert {p for p, _ in err.value.problems} == {"env", "cluster.eksClusterName", "cluster.kubectlRoleArn",
                                                   "cluster.oidcProviderArn", "cluster.vpcId"}
+    assert all("pass cluster=" in m or "your own stack" in m for _, m in err.value.problems)
 
 
 def test_a_jumpstart_endpoint_added_later_brings_the_gated_role_trusting_exactly_its_namespace() -> None:
