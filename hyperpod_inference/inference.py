@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ from .charts.hf_token import external_secret_objects, token_names, token_secret_
 from .charts.nvme_cache import NvmeAgentCode, NvmeAgentGc, NvmeCache, NvmeCachePlan, model_reader_service_account
 from .config.loader import ConfigError, parse_config
 from .config.models import Endpoint, HyperPodConfig
-from .config.warnings import config_warnings, endpoint_warnings
+from .config.warnings import ConfigWarning, acknowledgment, config_warnings, endpoint_warnings
 from .constructs.analytics import CaptureAnalytics
 from .constructs.autoscaling import KedaTriggerAccess
 from .constructs.data_capture import DataCaptureStorage
@@ -163,7 +164,7 @@ class HyperPodInference(Construct):
         self.s3_csi_role = self.operator.s3_csi_role
         self._add_namespaces()
         for warning in config_warnings(config):
-            self._annotations.add_warning_v2(warning.annotation_id, f"{warning.path}: {warning.message}")
+            self._report(warning, warning.annotation_id, warning.path, acknowledgment(config, warning.id))
         for endpoint in config.endpoints:
             self._add(endpoint)
         self._global_outputs()
@@ -185,6 +186,20 @@ class HyperPodInference(Construct):
         if config.manifests.delivery == "kubectl" and cluster is None:
             problems.append("cluster: required with manifests.delivery: kubectl (the cluster whose kubectl provider "
                             "applies the manifests)")
+        if cluster is None and config.cluster.eks_cluster_name is None:
+            problems.append("cluster.eksClusterName: required without a cluster object (the operator add-on names "
+                            "the cluster); fill it in, or pass cluster= (an eks.ICluster)")
+        if cluster is not None and config.manifests.delivery == "kubectl" and cluster.kubectl_layer is None:
+            problems.append(f"cluster: {cluster.node.path} has no kubectl_layer, so its kubectl handler has only the "
+                            "AWS CLI and every manifest would fail at deploy; import it with kubectl_layer= (e.g. "
+                            "aws_cdk.lambda_layer_kubectl_v33.KubectlV33Layer(stack, \"KubectlLayer\"), the layer "
+                            "matching its Kubernetes version)")
+        object_oidc = self._object_oidc_arn(cluster)
+        if object_oidc is not None and config.cluster.oidc_provider_arn is not None \
+                and object_oidc != config.cluster.oidc_provider_arn:
+            problems.append(f"cluster: its OIDC provider is {object_oidc}, but cluster.oidcProviderArn is "
+                            f"{config.cluster.oidc_provider_arn}; IRSA trusts would name the wrong provider. Leave "
+                            "cluster.oidcProviderArn out (the object's is used) or make them the same")
         if cluster is not None and config.cluster.eks_cluster_name and not is_unresolved(cluster.cluster_name) \
                 and cluster.cluster_name != config.cluster.eks_cluster_name:
             problems.append(f"cluster: named {cluster.cluster_name!r}, but cluster.eksClusterName is "
@@ -206,6 +221,17 @@ class HyperPodInference(Construct):
                 "the operator's service account")
 
     @staticmethod
+    def _object_oidc_arn(cluster: eks.ICluster | None) -> str | None:
+        """The cluster object's literal OIDC provider ARN, or None (no object, no provider, or a token)."""
+        if cluster is None:
+            return None
+        try:
+            arn = cluster.open_id_connect_provider.open_id_connect_provider_arn
+        except jsii.errors.JSIIError:
+            return None
+        return None if arn is None or is_unresolved(arn) else arn
+
+    @staticmethod
     def _oidc_provider_arn(config: HyperPodConfig, cluster: eks.ICluster | None) -> str:
         arn = config.cluster.oidc_provider_arn
         if arn is None and cluster is not None:
@@ -221,8 +247,10 @@ class HyperPodInference(Construct):
         return arn
 
     # ---------------------------------------------------------------------------------------------- endpoints
-    def add_endpoint(self, endpoint: Endpoint, *, scope: Construct | None = None) -> InferenceEndpoint:
-        """Add one endpoint (``Endpoint.model_validate({...})`` with the YAML's own keys) and everything it needs:
+    def add_endpoint(self, endpoint: Endpoint | Mapping[str, Any], *,
+                     scope: Construct | None = None) -> InferenceEndpoint:
+        """Add one endpoint (an ``Endpoint``, or a mapping with the YAML's own keys, validated here with every
+        problem named by its path in the endpoint) and everything it needs:
         token sync, NVMe cache, per-pod IAM, capture and domain wiring, verification and outputs.
 
         The config's cross-endpoint rules apply against the endpoints already added (unique names, SageMaker
@@ -232,19 +260,22 @@ class HyperPodInference(Construct):
         DaemonSet for alike agent pods); the warm DaemonSets are built at synth, so add every endpoint before the app
         is synthesized or its manifests are read (an endpoint added after that is an error).
         """
-        self._check_against_config(endpoint)
-        return self._add(endpoint, scope)
+        return self._add(self._check_against_config(endpoint), scope)
 
-    def _check_against_config(self, endpoint: Endpoint) -> None:
+    def _check_against_config(self, endpoint: Endpoint | Mapping[str, Any]) -> Endpoint:
         data = self.config.model_dump(by_alias=True, exclude_none=True)
-        data["endpoints"] = [e.model_dump(by_alias=True, exclude_none=True) for e in [*self._added, endpoint]]
+        given = endpoint.model_dump(by_alias=True, exclude_none=True) if isinstance(endpoint, Endpoint) else \
+            dict(endpoint) if isinstance(endpoint, Mapping) else endpoint
+        data["endpoints"] = [*(e.model_dump(by_alias=True, exclude_none=True) for e in self._added), given]
         try:
-            parse_config(data, "add_endpoint")
+            parsed = parse_config(data, "add_endpoint").endpoints[-1]
         except ConfigError as err:
             prefix = f"endpoints[{len(self._added)}]"
             problems = [(p[len(prefix):].lstrip(".") or "<endpoint>", m) if p.startswith(prefix) else (p, m)
                         for p, m in err.problems]
-            raise ConfigError(f"add_endpoint({endpoint.namespace}/{endpoint.name})", problems) from None
+            label = f"{given.get('namespace')}/{given.get('name')}" if isinstance(given, dict) else "<endpoint>"
+            raise ConfigError(f"add_endpoint({label})", problems) from None
+        return endpoint if isinstance(endpoint, Endpoint) else parsed
 
     def _add(self, endpoint: Endpoint, scope: Construct | None = None) -> InferenceEndpoint:
         if self._sealed:
@@ -538,28 +569,17 @@ class HyperPodInference(Construct):
         return known
 
     def _warn(self, endpoint: Endpoint, name: str) -> None:
-        hf = endpoint.model.huggingface
         where = f"endpoints {endpoint.namespace}/{endpoint.name}"
-        if hf is not None and hf.commit_sha is None:
-            self._annotations.add_warning_v2(
-                f"hyperpod-inference:unpinned:{name}",
-                f"{where}: no commitSHA, so the deployment follows the Hub's main branch and is not reproducible; "
-                "pin model.huggingface.commitSHA")
-        if hf is not None and hf.token is not None and not hf.prefetch and endpoint.weight_cache.mode != "daemonset":
-            self._annotations.add_warning_v2(
-                f"hyperpod-inference:tokenInRuntime:{name}",
-                f"{where}: with prefetch: false the operator also gives the Hugging Face token to the model server "
-                "container; set prefetch: true to keep it in the init container")
-        pod = endpoint.data_capture.model_pod if endpoint.data_capture else None
-        if pod is not None and pod.enabled and (pod.initial_sampling_percentage in (None, 100)) \
-                and not pod.max_payload_size_kb:
-            self._annotations.add_warning_v2(
-                f"hyperpod-inference:fullCapture:{name}",
-                f"{where}: modelPod capture samples 100% of requests with no payload cap (maxPayloadSizeKB); every "
-                "full request and response is stored")
         for warning in endpoint_warnings(endpoint, self.config):
-            self._annotations.add_warning_v2(f"{warning.annotation_id}:{name}",
-                                                    f"{where}: {warning.path}: {warning.message}")
+            self._report(warning, f"{warning.annotation_id}:{name}", f"{where}: {warning.path}",
+                         acknowledgment(self.config, warning.id, endpoint))
+
+    def _report(self, warning: ConfigWarning, annotation_id: str, where: str, reason: str | None) -> None:
+        """A config warning as a CDK warning, or, acknowledged in ``acknowledgeWarnings``, as info with its reason."""
+        if reason is None:
+            self._annotations.add_warning_v2(annotation_id, f"{where}: {warning.message}")
+        else:
+            self._annotations.add_info(f"{annotation_id} acknowledged ({reason}): {where}: {warning.message}")
 
     # -------------------------------------------------------------------------------------------------- outputs
     def _outputs_for(self, scope: Construct, ep: Endpoint, added: InferenceEndpoint,

@@ -7,9 +7,12 @@ from typing import Annotated, ClassVar
 from pydantic import (
     Field,
     StringConstraints,
+    field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from ..facts import kubectl as kubectl_facts
 from ..facts import rules
 from .base import (
     RoleArn,
@@ -70,6 +73,22 @@ class Cluster(Strict):
     """Private API endpoint only: subnets the kubectl handler runs in."""
     kubectl_security_group_id: Annotated[str, StringConstraints(pattern=rules.SECURITY_GROUP_ID)] | None = None
     """Private API endpoint only: the security group of the kubectl handler (needs kubectlSubnetIds)."""
+
+    kubernetes_version: Annotated[str, StringConstraints(pattern=r"^1\.[0-9]{1,3}$")] | None = None
+    """The cluster's Kubernetes version (e.g. 1.33): the app picks the kubectl layer whose kubectl matches it
+    (aws-cdk.lambda-layer-kubectl-v<minor>; v33 is installed, the others come with the extra kubectl-v<minor>).
+    Default: the v33 layer (Kubernetes 1.32 to 1.34). A version no published layer serves is refused."""
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _served(cls, v: str | None) -> str | None:
+        if v is not None and kubectl_facts.layer_for(v) is None:
+            layers = sorted(kubectl_facts.LAYERS.values(), key=lambda layer: layer.minor)
+            raise PydanticCustomError("kubectl_layer", "no published kubectl layer serves Kubernetes {v} (layers "
+                                      "v{lo} to v{hi} serve {first} to {last})",
+                                      {"v": v, "lo": layers[0].minor, "hi": layers[-1].minor,
+                                       "first": layers[0].serves[0], "last": layers[-1].serves[-1]})
+        return v
 
     @model_validator(mode="after")
     def _private_endpoint(self) -> Cluster:

@@ -10,6 +10,7 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -17,6 +18,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from .base import (
     DnsLabel,
     Strict,
+    _err,
     _raise_all,
 )
 from .capture import Capture
@@ -29,6 +31,8 @@ from .production import (
     CrdPaths,
     NoCrd,
 )
+from .suggest import nearest
+from .warnings import WARNING_IDS
 
 
 def _line_errors(err: ValidationError) -> list[InitErrorDetails]:
@@ -39,6 +43,39 @@ def _line_errors(err: ValidationError) -> list[InitErrorDetails]:
         out.append(InitErrorDetails(type=PydanticCustomError(item["type"], "{msg}", {**ctx, "msg": item["msg"]}),
                                     loc=tuple(item["loc"]), input=item.get("input")))
     return out
+
+
+class WarningAcknowledgment(Strict):
+    """One warning acknowledged on purpose (``acknowledgeWarnings``)."""
+
+    crd_paths: ClassVar[CrdPaths] = {
+        "id": NoCrd("the config's own warnings"),
+        "endpoint": NoCrd("the config's own warnings"),
+        "reason": NoCrd("the config's own warnings"),
+    }
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    """The warning's ID, e.g. unpinned (one of the IDs in docs/safe-defaults.md)."""
+    endpoint: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                                               max_length=127)] | None = None
+    """<namespace>/<name> of the endpoint it is acknowledged for; absent = everywhere."""
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=1024, pattern=r"\S")]
+    """Why the warning does not apply (required; shown by validate and at synth)."""
+
+    @field_validator("id")
+    @classmethod
+    def _known_id(cls, v: str) -> str:
+        if v not in WARNING_IDS:
+            guess = nearest(v, sorted(WARNING_IDS))
+            hint = f"; did you mean {guess}?" if guess else f" (known: {', '.join(sorted(WARNING_IDS))})"
+            raise PydanticCustomError("warning_id", "not a warning ID{hint}", {"hint": hint})
+        return v
+
+    @model_validator(mode="after")
+    def _endpoint_for_endpoint_warnings(self) -> WarningAcknowledgment:
+        if self.endpoint is not None and WARNING_IDS.get(self.id) == "config":
+            _raise_all(type(self), [_err(("endpoint",), f"{self.id} is a warning about the whole config, not about "
+                                         "one endpoint; leave endpoint out")])
+        return self
 
 
 # ------------------------------------------------------------------------------------------------------------- config
@@ -89,6 +126,12 @@ class HyperPodConfig(Strict):
                                       "for fleets beyond one template's limits. Changing it on a deployed stack moves "
                                       "every endpoint's manifest, which deletes and re-creates the endpoints "
                                       "(docs/fleets.md).")
+
+    acknowledge_warnings: list[WarningAcknowledgment] = Field(
+        default_factory=list, description="Warnings acknowledged on purpose, each with its reason: {id, endpoint?, "
+                                          "reason}. An acknowledged warning is no longer a warning (validate --strict "
+                                          "and cdk synth --strict pass); validate and the synth show the reason "
+                                          "instead. Without endpoint it covers the ID everywhere.")
 
     @model_validator(mode="wrap")
     @classmethod
