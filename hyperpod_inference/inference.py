@@ -117,6 +117,8 @@ class HyperPodInference(Construct):
         self._synth_hook = Construct(self, "SynthHook")
         self.stack = cdk.Stack.of(self)
         self._validate_props(config, cluster, execution_role)
+        self._validate_resource_props(config, capture_bucket=capture_bucket, capture_key=capture_key,
+                                      tls_bucket=tls_bucket, hosted_zone=hosted_zone, certificate=certificate)
         # What the names the library chooses carry, so two stacks (or two of these in one stack) never collide: the
         # stack's name, and this construct's id unless it is Default.
         self.name_scope = self.stack.stack_name if construct_id == "Default" else \
@@ -219,6 +221,33 @@ class HyperPodInference(Construct):
                 "hyperpod-inference:executionRoleTrust",
                 "execution_role: its trust policy cannot be checked here; it must trust sagemaker.amazonaws.com and "
                 "the operator's service account")
+
+    def _validate_resource_props(self, config: HyperPodConfig, **props: Any) -> None:
+        """A resource object given both as a prop and in the config: named by the prop and the config key."""
+        problems: list[str] = []
+        capture, domain = config.capture, config.domain
+        for prop, key, configured in (
+                ("capture_bucket", "capture.bucketName", capture is not None and capture.bucket_name is not None),
+                ("capture_key", "capture.kms", capture is not None and capture.kms != "create"),
+                ("tls_bucket", "operator.tlsBucketName", config.operator.tls_bucket_name is not None),
+                ("hosted_zone", "domain.hostedZoneId", domain is not None and domain.hosted_zone_id is not None),
+                ("certificate", "domain.certificateArn", domain is not None and domain.certificate_arn is not None)):
+            if props[prop] is not None and configured:
+                problems.append(f"{prop}: given, and the config sets {key} too; give one (the prop, or {key})")
+        for prop, section in (("capture_bucket", "capture"), ("capture_key", "capture"),
+                              ("hosted_zone", "domain"), ("certificate", "domain")):
+            if props[prop] is not None and getattr(config, section) is None:
+                problems.append(f"{prop}: given, but the config has no {section} section to use it for")
+        zone = props["hosted_zone"]
+        if zone is not None and domain is not None and not is_unresolved(zone.zone_name) \
+                and zone.zone_name.rstrip(".") != domain.zone_name.rstrip("."):
+            problems.append(f"hosted_zone: its name is {zone.zone_name!r}, but domain.zoneName is "
+                            f"{domain.zone_name!r}")
+        if props["certificate"] is not None and domain is not None and domain.wildcard is not None:
+            problems.append("certificate: given, so domain.wildcard (which shapes an issued certificate) does not "
+                            "apply; leave domain.wildcard out")
+        if problems:
+            raise ValueError(f"HyperPodInference {self.node.path}: " + "; ".join(problems))
 
     @staticmethod
     def _object_oidc_arn(cluster: eks.ICluster | None) -> str | None:

@@ -249,3 +249,85 @@ def test_a_jumpstart_endpoint_added_later_brings_the_gated_role_trusting_exactly
                  and r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference")
     # (files delivery: the role has a known name, and the add-on its literal ARN)
     assert f"role/{role.node.default_child.role_name}" in json.dumps(addon["Properties"]["ConfigurationValues"])
+
+
+# --- cluster objects and props, in the user's words ---------------------------------------------------------------
+OIDC = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
+
+
+def _kubectl_config(**cluster: Any) -> Any:
+    return parse_config({"apiVersion": "hyperpod-inference/v1", "cluster": {
+        "hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh", **cluster}})
+
+
+def _cluster(stack: cdk.Stack, *, layer: bool, oidc: str = OIDC) -> Any:
+    from aws_cdk import aws_eks as eks
+    from aws_cdk import aws_iam as iam
+    from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+
+    provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(stack, "Oidc", oidc)
+    return eks.Cluster.from_cluster_attributes(
+        stack, "Cluster", cluster_name="my-hp-eks", kubectl_role_arn="arn:aws:iam::111122223333:role/hp-eks-admin",
+        open_id_connect_provider=provider, kubectl_layer=KubectlV33Layer(stack, "Layer") if layer else None)
+
+
+def _stack(name: str) -> cdk.Stack:
+    return cdk.Stack(cdk.App(), name, env=cdk.Environment(account="111122223333", region="us-west-2"))
+
+
+def test_a_cluster_object_without_a_kubectl_layer_is_refused() -> None:
+    # GIVEN an imported cluster without kubectl_layer WHEN the construct applies manifests through it THEN refused
+    stack = _stack("NoLayer")
+    with pytest.raises(ValueError, match="has no kubectl_layer"):
+        HyperPodInference(stack, "Inference", config=_kubectl_config(), cluster=_cluster(stack, layer=False))
+
+
+def test_a_config_oidc_provider_that_contradicts_the_cluster_objects_is_refused_naming_both() -> None:
+    stack = _stack("Oidc")
+    other = OIDC.replace("EXAMPLED539D4633E53DE1B71EXAMPLE", "0THER0000000000000000000000000000")
+    with pytest.raises(ValueError) as err:
+        HyperPodInference(stack, "Inference", config=_kubectl_config(oidcProviderArn=other),
+                          cluster=_cluster(stack, layer=True))
+    assert OIDC in str(err.value) and other in str(err.value)
+
+
+def test_a_prop_given_beside_its_config_key_names_both() -> None:
+    from aws_cdk import aws_s3 as s3
+
+    stack = _stack("Props")
+    config = parse_config({**_files_config().model_dump(by_alias=True, exclude_none=True),
+                           "capture": {"bucketName": "my-capture-bucket"}})
+    with pytest.raises(ValueError, match=r"capture_bucket: given, and the config sets capture\.bucketName too"):
+        HyperPodInference(stack, "Inference", config=config,
+                          capture_bucket=s3.Bucket.from_bucket_name(stack, "B", "other-bucket"))
+
+
+def test_add_endpoint_takes_a_mapping_and_names_problems_by_their_path() -> None:
+    stack = _stack("Mapping")
+    inference = HyperPodInference(stack, "Inference", config=_files_config())
+    ep = {"name": "a", "namespace": "inference", "instanceType": "ml.g5.8xlarge",
+          "model": {"s3": {"bucket": "my-models", "prefix": "a/"}}}
+    # WHEN a mapping with a typo comes THEN a ConfigError at the endpoint's own path, with "did you mean"
+    with pytest.raises(ConfigError) as err:
+        inference.add_endpoint({**ep, "autoscalingSpec": {}})
+    assert dict(err.value.problems)["autoscalingSpec"] == "unknown key; did you mean autoScalingSpec?"
+    # WHEN the mapping is valid THEN it is added like an Endpoint
+    added = inference.add_endpoint(ep)
+    assert added.endpoint.name == "a" and list(inference.endpoints) == ["inference-a"]
+
+
+def test_kubernetes_version_selects_the_kubectl_layer_and_an_absent_one_names_the_pip_command() -> None:
+    from hyperpod_inference.stack import kubectl_layer, kubectl_layer_for
+
+    assert kubectl_layer_for(None).minor == 33 and kubectl_layer_for("1.36").minor == 36
+    stack = _stack("Layer")
+    assert type(kubectl_layer(stack, "1.33")).__name__ == "KubectlV33Layer"
+    import importlib.util
+
+    if importlib.util.find_spec("aws_cdk.lambda_layer_kubectl_v36") is not None:
+        pytest.skip("the v36 layer (an extra) is installed here")
+    with pytest.raises(ConfigError) as err:
+        kubectl_layer(stack, "1.36")
+    (path, message), = err.value.problems
+    assert path == "cluster.kubernetesVersion"
+    assert "pip install 'hyperpod-inference-cdk[kubectl-v36]'" in message
