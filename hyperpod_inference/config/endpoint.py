@@ -242,7 +242,8 @@ class Endpoint(Strict):
     """The worker image (custom, or overriding the preset's)."""
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
     """The container port the model answers on."""
-    port_name: Literal["http", "grpc"] | None = crd("spec.worker.modelInvocationPort.name")
+    port_name: Literal[prod_facts.PORT_NAMES] | None = crd(  # type: ignore[valid-type]
+        "spec.worker.modelInvocationPort.name")
     """The invocation port's name (http or grpc)."""
     command: Annotated[list[Annotated[str, StringConstraints(min_length=1)]], Field(min_length=1)] | None = crd(
         "spec.worker.command", description="runtime: custom only (the presets set their own).")

@@ -72,7 +72,7 @@ Text = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 Quantity = Annotated[str, StringConstraints(pattern=f.QUANTITY, max_length=64)] | Annotated[int, Field(ge=0)]
 ResourceName = Annotated[str, StringConstraints(pattern=f.RESOURCE_NAME, max_length=253)]
 LabelKey = Annotated[str, StringConstraints(pattern=f.LABEL_KEY, max_length=317)]
-MetricType = Literal["Value", "Average"]
+MetricType = Literal[f.METRIC_TYPES]  # type: ignore[valid-type]
 Loc = tuple[str | int, ...]
 
 
@@ -205,14 +205,14 @@ class AutoScalingSpec(_Strict):
 class IntelligentRoutingSpec(_Strict):
     enabled: bool | None = crd("enabled")
     """Turn intelligent routing on."""
-    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = crd("routingStrategy")
+    routing_strategy: Literal[f.ROUTING_STRATEGIES] | None = crd("routingStrategy")  # type: ignore[valid-type]
     """How requests are routed."""
     auto_scaling_spec: AutoScalingSpec | None = crd("autoScalingSpec")
     """Autoscaling of the router."""
 
 
 class L2CacheSpec(_Strict):
-    l2_cache_backend: Literal["redis", "tieredstorage"] = crd_required(
+    l2_cache_backend: Literal[f.L2_CACHE_BACKENDS] = crd_required(  # type: ignore[valid-type]
         "l2CacheBackend", description="redis or tieredstorage, lowercase (stricter than the CRD's unanchored, "
                                       "case-insensitive pattern).")
     l2_cache_local_url: Text | None = crd("l2CacheLocalUrl")
@@ -258,7 +258,8 @@ class LoadBalancerSpec(_Strict):
     health_check_path: Annotated[str, StringConstraints(pattern=f.HEALTH_CHECK_PATH, max_length=1024)] | None = crd(
         "healthCheckPath")
     """The ALB health check path."""
-    routing_algorithm: Literal["least_outstanding_requests", "round_robin"] | None = crd("routingAlgorithm")
+    routing_algorithm: Literal[f.ROUTING_ALGORITHMS] | None = crd(  # type: ignore[valid-type]
+        "routingAlgorithm")
     """How the ALB spreads requests."""
     idle_timeout_seconds: Annotated[int, Field(ge=f.IDLE_TIMEOUT_RANGE[0], le=f.IDLE_TIMEOUT_RANGE[1])] | None = crd(
         "idleTimeoutSeconds", description="v3.3 and later")
@@ -344,7 +345,7 @@ class HttpGetAction(_Strict):
     """Port number or name."""
     host: Text | None = crd("host")
     """Host to connect to."""
-    scheme: Literal["HTTP", "HTTPS"] | None = crd("scheme")
+    scheme: Literal[f.PROBE_SCHEMES] | None = crd("scheme")  # type: ignore[valid-type]
     """HTTP or HTTPS."""
     http_headers: list[HttpHeader] | None = crd("httpHeaders")
     """Headers sent."""
@@ -493,7 +494,7 @@ EnvValue = Annotated[Any, PlainValidator(_env_value), WithJsonSchema({"anyOf": [
 class NodeSelectorRequirement(_Strict):
     key: LabelKey = crd_required("key")
     """Node label."""
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = crd_required("operator")
+    operator: Literal[f.NODE_SELECTOR_OPERATORS] = crd_required("operator")  # type: ignore[valid-type]
     """In, NotIn, Exists, DoesNotExist, Gt or Lt."""
     values: list[Annotated[str, StringConstraints(max_length=63)]] | None = crd("values")
     """Label values."""

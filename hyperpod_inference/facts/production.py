@@ -19,7 +19,7 @@ from typing import Any
 
 from .operator import FIELDS_SINCE, OPERATOR_ADDON_VERSIONS, has_field
 
-# --- enums --------------------------------------------------------------------------------------------------------
+# --- enums: the one home of each (config/production.py types its fields Literal[<tuple>]) -------------------------
 METRIC_TYPES = ("Value", "Average")  # autoScalingSpec.*Trigger*.metricType
 ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")  # intelligentRoutingSpec.routingStrategy
 ROUTING_ALGORITHMS = ("least_outstanding_requests", "round_robin")  # loadBalancer.routingAlgorithm
