@@ -41,9 +41,11 @@ class Env(Strict):
 
 
 class Cluster(Strict):
-    """The existing HyperPod EKS cluster the stack installs into. The app (which imports the cluster) needs every
-    field; ``HyperPodInference`` given a cluster object needs only ``hyperpodClusterArn`` (and ``oidcProviderArn``
-    unless the object carries a literal one)."""
+    """The existing HyperPod EKS cluster the stack installs into. A config loads with only ``hyperpodClusterArn``;
+    the app's ``HyperPodInferenceStack`` (which imports the cluster by name) refuses it without eksClusterName,
+    kubectlRoleArn, oidcProviderArn, vpcId and env; ``HyperPodInference`` given a cluster object takes them from the
+    object and its stack (oidcProviderArn unless the object carries a literal one; one that contradicts the object's
+    is refused, naming both)."""
 
     crd_paths: ClassVar[CrdPaths] = {
         "eks_cluster_name": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC provider "
@@ -58,6 +60,7 @@ class Cluster(Strict):
         "kubectl_security_group_id": NoCrd("AWS side: the stack imports the cluster, its kubectl provider and OIDC "
                                            "provider by it"),
         "hyperpod_cluster_arn": NoCrd("the operator add-on's hyperpodClusterArn value"),
+        "kubernetes_version": NoCrd("AWS side: the kubectl layer the stack imports the cluster with"),
     }
     eks_cluster_name: Annotated[str, StringConstraints(pattern=rules.EKS_CLUSTER_NAME)] | None = None
     """The EKS cluster of the HyperPod cluster."""

@@ -152,15 +152,19 @@ class Resources(Strict):
         "gpus": NoCrd("not verbatim: the library derives spec.worker.resources from it"),
     }
     cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = None
-    """CPU request = limit, e.g. 8 or 500m."""
+    """CPU request = limit, e.g. 8 or 500m. Refused above what the instance gives a pod after the node's reserve
+    (the smallest candidate with instanceTypes / nodeAffinity), warned within 10% of it."""
     memory: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$")] | None = None
-    """Memory request = limit, e.g. 64Gi."""
+    """Memory request = limit, e.g. 64Gi. Refused above the instance's memory less the node's reserve, warned
+    within 10% of it."""
     gpus: Annotated[int, Field(ge=0, le=64)] | None = None
-    """Accelerators per pod, overriding the instance table's count."""
+    """Accelerators per pod, overriding the instance table's count; refused above the instance's count (the
+    smallest candidate's)."""
     requests: dict[ResourceName, Quantity] | None = crd("spec.worker.resources.requests")
-    """Kubernetes resource requests."""
+    """Kubernetes resource requests (cpu, memory and accelerators checked against the instance as the shorthand
+    is)."""
     limits: dict[ResourceName, Quantity] | None = crd("spec.worker.resources.limits")
-    """Kubernetes resource limits."""
+    """Kubernetes resource limits (a limit without a request is the request)."""
 
     @model_validator(mode="after")
     def _one_form(self) -> Resources:
@@ -215,6 +219,7 @@ class Endpoint(Strict):
                              "from it"),
         "verify": NoCrd("the post-deploy check (a Lambda-backed custom resource)"),
         "spec_overrides": NoCrd("merged last into the resource's spec as given (RFC 7386)"),
+        "spec_overrides_unchecked": NoCrd("how the config checks specOverrides"),
         "stack_group": NoCrd("AWS side, not the custom resource (which nested stack holds the endpoint)"),
     }
     name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)] = Field(
@@ -228,12 +233,15 @@ class Endpoint(Strict):
                                        _rule(rules.endpoint_name_problem)] | None = None
     """Register a SageMaker endpoint of this name (needed by tier-1 capture and verify)."""
     instance_type: InstanceType | None = None
-    """The instance type the pods run on, e.g. ml.g5.12xlarge."""
+    """The instance type the pods run on, e.g. ml.g5.12xlarge: a known HyperPod cluster instance type (a typo is
+    refused here with the nearest known type)."""
     instance_types: Annotated[list[InstanceType], Field(min_length=1, max_length=20)] | None = crd(
         "spec.instanceTypes", description="Instance types in order of preference (exclusive with instanceType and "
-                                          "nodeAffinity).")
+                                          "nodeAffinity): each a known cluster instance type (a typo is refused with "
+                                          "the nearest); requests must fit the smallest.")
     node_affinity: NodeAffinity | None = crd("spec.nodeAffinity")
-    """Node affinity (exclusive with instanceType and instanceTypes)."""
+    """Node affinity (exclusive with instanceType and instanceTypes). Values of node.kubernetes.io/instance-type
+    must be known ml.* types (HyperPod labels its nodes so; a typo or a missing ml. is refused with the nearest)."""
     replicas: Annotated[int, Field(ge=1, le=1000)] = Field(1, **_at("spec.replicas"))
     """Number of model pods."""
     runtime: Literal["vllm", "tgi", "sglang", "custom"] | None = None
@@ -256,7 +264,8 @@ class Endpoint(Strict):
     resources: Resources | None = None
     """Worker CPU, memory and accelerators."""
     probes: Probes | None = crd("spec.worker.probes")
-    """Worker liveness, readiness and startup probes."""
+    """Worker liveness, readiness and startup probes; each probe's port must be the port the model server serves
+    (port, or the preset's) or its name (portName, default http)."""
     request_limits: RequestLimits | None = crd("spec.worker.requestLimits")
     """Concurrency and queue limits of the worker."""
     invocation_endpoint: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=256)] | None = \

@@ -96,6 +96,7 @@ class HyperPodConfig(Strict):
         "endpoints": NoCrd("one custom resource each"),
         "stack_name": NoCrd("AWS side, not the custom resource (the CloudFormation stack's name)"),
         "stack_layout": NoCrd("AWS side, not the custom resource (how the stack nests its templates)"),
+        "acknowledge_warnings": NoCrd("the config's own warnings"),
     }
     api_version: Literal["hyperpod-inference/v1"]
     """The config file's version: hyperpod-inference/v1."""

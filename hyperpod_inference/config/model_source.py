@@ -59,7 +59,8 @@ class HfToken(Strict):
                                    "spec.modelSourceConfig.huggingFaceModel.tokenSecretRef from it"),
     }
     secrets_manager_arn: Annotated[str, StringConstraints(pattern=rules.SECRETS_MANAGER_ARN)] | None = None
-    """A Secrets Manager secret synced into the namespace by External Secrets Operator."""
+    """A Secrets Manager secret synced into the namespace by External Secrets Operator: its full ARN (with the
+    six-character suffix) grants exactly that secret; a partial ARN is granted with -?????? and warned."""
     kms_key_arn: Annotated[str, StringConstraints(pattern=rules.KMS_KEY_ARN)] | None = None  # the secret's CMK, if any
     """The secret's customer-managed key, if any (the reader role gets kms:Decrypt)."""
     json_property: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None  # key in a JSON secret

@@ -145,7 +145,7 @@ class AutoScalingSpec(_Strict):
     min_replica_count: NonNegative | None = crd("minReplicaCount")
     """Fewest replicas (operator default 1)."""
     max_replica_count: NonNegative | None = crd("maxReplicaCount")
-    """Most replicas (operator default 5)."""
+    """Most replicas (operator default 5); 0 is refused (it never runs a pod)."""
     polling_interval: NonNegative | None = crd("pollingInterval")
     """Seconds between trigger checks."""
     cooldown_period: NonNegative | None = crd("cooldownPeriod")
@@ -206,7 +206,8 @@ class IntelligentRoutingSpec(_Strict):
     enabled: bool | None = crd("enabled")
     """Turn intelligent routing on."""
     routing_strategy: Literal[f.ROUTING_STRATEGIES] | None = crd("routingStrategy")  # type: ignore[valid-type]
-    """How requests are routed."""
+    """How requests are routed; kvaware without a KV cache (kvCacheSpec enableL1Cache / enableL2Cache) is
+    warned."""
     auto_scaling_spec: AutoScalingSpec | None = crd("autoScalingSpec")
     """Autoscaling of the router."""
 
@@ -240,7 +241,8 @@ class ModelMetrics(_Strict):
     path: Annotated[str, StringConstraints(pattern=f.METRICS_PATH, max_length=256)] | None = crd("path")
     """Path the model serves metrics on."""
     port: Annotated[int, Field(ge=f.METRICS_PORT_RANGE[0], le=f.METRICS_PORT_RANGE[1])] | None = crd("port")
-    """Port the model serves metrics on."""
+    """Port the model serves metrics on; warned when it is not the model server's port (nothing else in the pod
+    serves metrics)."""
 
 
 class Metrics(_Strict):

@@ -145,3 +145,9 @@ def test_an_unknown_key_gets_the_nearest_field_at_every_level(path, key, guess):
         parse_config(data)
     where = ".".join(f"[{p}]" if isinstance(p, int) else p for p in (*path, key)).replace(".[", "[")
     assert f"did you mean {guess}?" in dict(err.value.problems)[where]
+
+
+def test_every_warning_id_is_listed_in_the_safe_defaults_page():
+    page = (REPO / "docs" / "safe-defaults.md").read_text()
+    table = page.split("## Warning IDs", 1)[1]
+    assert [wid for wid in WARNING_IDS if f"| `{wid}` |" not in table] == []
