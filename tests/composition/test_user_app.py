@@ -331,3 +331,23 @@ def test_kubernetes_version_selects_the_kubectl_layer_and_an_absent_one_names_th
     (path, message), = err.value.problems
     assert path == "cluster.kubernetesVersion"
     assert "pip install 'hyperpod-inference-cdk[kubectl-v36]'" in message
+
+
+def test_an_acknowledged_warning_is_shown_with_its_reason_instead_of_the_warning() -> None:
+    from aws_cdk.assertions import Annotations
+
+    # GIVEN an unpinned Hugging Face endpoint acknowledged in the config, and a second one not acknowledged
+    stack = _stack("Acks")
+    config = parse_config({**_files_config().model_dump(by_alias=True, exclude_none=True), "acknowledgeWarnings": [
+        {"id": "unpinned", "endpoint": "inference/a", "reason": "staging follows main"}]})
+    inference = HyperPodInference(stack, "Inference", config=config)
+    for name in ("a", "b"):
+        inference.add_endpoint({"name": name, "namespace": "inference", "instanceType": "ml.g5.8xlarge",
+                                "model": {"huggingface": {"modelId": "Qwen/Qwen2.5-7B-Instruct"}}})
+    # WHEN synthesized THEN a's warning is information carrying the reason, b's stays a warning
+    notes = Annotations.from_stack(stack)
+    infos = [m.entry.data for m in notes.find_info("*", Match.string_like_regexp("acknowledged"))]
+    warnings = [m.entry.data for m in notes.find_warning("*", Match.string_like_regexp("no commitSHA"))]
+    assert any("(staging follows main)" in str(i) and "inference/a" in str(i) for i in infos), infos
+    assert [w for w in warnings if "inference/a" in str(w)] == []
+    assert [w for w in warnings if "inference/b" in str(w)]
