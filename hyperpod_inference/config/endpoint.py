@@ -421,10 +421,10 @@ class Endpoint(Strict):
         for key in placed[1:]:
             e.append(_err((key,), f"exclusive with {placed[0]} (give exactly one of instanceType, instanceTypes, "
                           "nodeAffinity)"))
-        if jsm or not placed:
-            return e
         unknown = list(self._unknown_instance_types())
         e += [_err(loc, msg, value) for loc, msg, value in unknown]
+        if jsm or not placed:
+            return e
         facts = self.instance
         res = self.resources
         gpus_given = res is not None and (res.gpus is not None or any(
@@ -489,15 +489,15 @@ class Endpoint(Strict):
         (``facts.instances.allocatable``)."""
         res = self.resources
         types = [t for t in self.placement_types() or [] if t in instance_table.INSTANCES]
-        facts = instance_table.smallest(types) if not self.is_jumpstart and res is not None else None
-        if facts is None or res is None:
+        facts = instance_table.smallest(types) if not self.is_jumpstart else None
+        if facts is None or (res is None and self.pd_spec is None):
             return []
         which = types[0] if len(types) == 1 else f"the smallest candidate ({', '.join(types)})"
         out: list[tuple[Loc, str]] = []
         resource, count = self.accelerators
-        given = res.gpus is not None or any(k in prod_facts.EXTENDED_RESOURCES[:2]
-                                            for k in {**(res.requests or {}), **(res.limits or {})})
-        if not warn and given and count > facts.count:
+        given = res is not None and (res.gpus is not None or any(
+            k in prod_facts.EXTENDED_RESOURCES[:2] for k in {**(res.requests or {}), **(res.limits or {})}))
+        if not warn and given and res is not None and count > facts.count:
             loc: Loc = ("resources", "gpus") if res.gpus is not None else (
                 "resources", "limits" if resource in (res.limits or {}) else "requests", resource)
             out.append((loc, f"{count} {resource} requested, and {which} has {facts.count}: the pod never "
@@ -505,11 +505,26 @@ class Endpoint(Strict):
         limits = instance_table.allocatable(facts)
         if limits is None:
             return out
-        for name, limit in (("cpu", limits[0]), ("memory", limits[1])):
-            found = self._request(name)
+        asked: list[tuple[str, tuple[Loc, str | int] | None]] = [(name, self._request(name))
+                                                                  for name in ("cpu", "memory")]
+        pd = self.pd_spec
+        for role, spec in (("prefillSpec", pd.prefill_spec), ("decodingSpec", pd.decoding_spec)) if pd else ():
+            rr = spec.resources
+            for name in ("cpu", "memory", *prod_facts.EXTENDED_RESOURCES[:2]):
+                for part, values in (("requests", rr.requests if rr else None), ("limits", rr.limits if rr else None)):
+                    if values and name in values:
+                        asked.append((name, (("pdSpec", role, "resources", part, name), values[name])))
+                        break
+        for name, found in asked:
             if found is None:
                 continue
             loc, value = found
+            if name in prod_facts.EXTENDED_RESOURCES:
+                if not warn and prod_facts.quantity_value(value) > facts.count:
+                    out.append((loc, f"{value} {name} requested, and {which} has {facts.count}: the pod never "
+                                     "schedules"))
+                continue
+            limit = limits[0] if name == "cpu" else limits[1]
             amount = prod_facts.quantity_value(value)
             shown = f"{limit:.2f} CPUs" if name == "cpu" else f"{limit / 2**30:.1f}Gi"
             reserve = ("after the node's reserve (kube-reserved and the eviction threshold of the EKS AMI; "

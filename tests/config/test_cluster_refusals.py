@@ -9,7 +9,7 @@ import pytest
 from hyperpod_inference.config import ConfigError, parse_config
 from hyperpod_inference.config.warnings import endpoint_warnings
 from hyperpod_inference.facts import instances
-from tests.config.test_production_config import config
+from tests.config.test_production_config import config, jumpstart
 
 
 def problems(data) -> dict[str, str]:
@@ -58,6 +58,11 @@ REFUSED = [
             {"key": "node.kubernetes.io/instance-type", "operator": "NotIn", "values": ["ml.p4d.24xlarg"]}]}}]}),
      "endpoints[0].nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0]"
      ".values[0]", "did you mean ml.p4d.24xlarge?"),
+    ("pd-decode-memory-above-the-instance", config(pdSpec={
+        "prefillSpec": {"replicas": 1}, "decodingSpec": {"resources": {"requests": {"memory": "200Gi"}}}}),
+     "endpoints[0].pdSpec.decodingSpec.resources.requests.memory", "more than ml.g5.8xlarge can give a pod"),
+    ("jumpstart-instance-type-typo", jumpstart(instanceType="ml.g5.8xlarg"), "endpoints[0].instanceType",
+     "did you mean ml.g5.8xlarge?"),
     ("readiness-probe-on-another-port", config(probes={"readinessProbe": {"httpGet": {"path": "/health",
                                                                                       "port": 9000}}}),
      "endpoints[0].probes.readinessProbe.httpGet.port", "serves port 8000"),
