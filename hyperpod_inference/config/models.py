@@ -9,7 +9,7 @@ This module re-exports every section's models under the names they always had:
 :mod:`.base` (``Strict`` and the common field types), :mod:`.cluster` (``Env``, ``Cluster``), :mod:`.operator`
 (``Operator``, ``Manifests``), :mod:`.capture` (``Capture`` and the ``dataCapture`` tiers), :mod:`.domain`
 (``Domain``), :mod:`.model_source` (``ModelSource`` and its sources), :mod:`.endpoint` (``Endpoint``, ``Resources``,
-``WeightCache``, ``Verify``), :mod:`.file` (``HyperPodConfig``).
+``WeightCache``, ``Verify``), :mod:`.file` (``HyperPodConfig``, ``WarningAcknowledgment``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .capture import (
 from .cluster import Cluster, Env
 from .domain import Domain
 from .endpoint import IEC_ONLY, JSM_ONLY, Endpoint, EnvName, InstanceType, Resources, Verify, WeightCache
-from .file import HyperPodConfig
+from .file import HyperPodConfig, WarningAcknowledgment
 from .model_source import (
     FsxSource,
     HfToken,
@@ -57,5 +57,5 @@ __all__ = [
     "Endpoint", "Env", "EnvName", "FsxSource", "HfToken", "HuggingFaceSource", "HyperPodConfig", "InstanceType",
     "JumpStartSource", "KubernetesSecretRef", "Loc", "LoadBalancerCapture", "Manifests", "ModelPodCapture",
     "ModelSource", "Operator", "Resources", "RoleArn", "S3Source", "SagemakerEndpointCapture", "Sampling", "Strict",
-    "Verify", "WeightCache",
+    "Verify", "WarningAcknowledgment", "WeightCache",
 ]
