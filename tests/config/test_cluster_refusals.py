@@ -141,3 +141,13 @@ def test_kvaware_with_a_kv_cache_and_the_served_metrics_port_are_not_warned():
                                kvCacheSpec={"enableL1Cache": True},
                                metrics={"enabled": True, "modelMetrics": {"port": 8000}}))
     assert not {"kvawareWithoutKvCache", "metricsPortUnserved", "requestNearInstanceLimit"} & set(found)
+
+
+@pytest.mark.parametrize(("version", "refused"), [("1.29", True), ("1.39", True), ("1.33", False), ("1.37", False)])
+def test_a_kubernetes_version_no_published_kubectl_layer_serves_is_refused(version, refused):
+    data = config()
+    data["cluster"] = {**data["cluster"], "kubernetesVersion": version}
+    found = problems(data)
+    assert ("cluster.kubernetesVersion" in found) is refused, found
+    if refused:
+        assert "no published kubectl layer serves Kubernetes" in found["cluster.kubernetesVersion"]
