@@ -8,27 +8,20 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     StringConstraints,
     ValidationError,
 )
-from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ..facts import rules
 from ..facts import safety as safety_rules
-from .production import (
-    SCHEMA_DOCS,
-)
+from .production import _Strict
 
 Loc = tuple[str | int, ...]
 
 
-class Strict(BaseModel):
-    """camelCase keys, unknown keys rejected, immutable once validated."""
-
-    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True, populate_by_name=False,
-                              regex_engine="python-re", **SCHEMA_DOCS)
+class Strict(_Strict):
+    """camelCase keys, unknown keys rejected (with the nearest field name), immutable once validated."""
 
 
 def _err(loc: Loc, message: str, value: Any = None) -> InitErrorDetails:

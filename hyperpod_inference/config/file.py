@@ -13,7 +13,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import PydanticCustomError
 
 from .base import (
     DnsLabel,
@@ -31,18 +31,8 @@ from .production import (
     CrdPaths,
     NoCrd,
 )
-from .suggest import nearest
+from .suggest import line_errors, nearest
 from .warnings import WARNING_IDS
-
-
-def _line_errors(err: ValidationError) -> list[InitErrorDetails]:
-    """A ValidationError's errors as line errors again (type, path, message and context kept)."""
-    out = []
-    for item in err.errors(include_url=False):
-        ctx = {k: v for k, v in (item.get("ctx") or {}).items() if k != "error"}
-        out.append(InitErrorDetails(type=PydanticCustomError(item["type"], "{msg}", {**ctx, "msg": item["msg"]}),
-                                    loc=tuple(item["loc"]), input=item.get("input")))
-    return out
 
 
 class WarningAcknowledgment(Strict):
@@ -148,7 +138,7 @@ class HyperPodConfig(Strict):
             extra = cross_problems(ConfigView.partial(data, info.context))
             if not extra:
                 raise
-            raise ValidationError.from_exception_data(cls.__name__, [*_line_errors(err), *extra]) from None
+            raise ValidationError.from_exception_data(cls.__name__, [*line_errors(err), *extra]) from None
         _raise_all(cls, cross_problems(ConfigView.of(config)))
         return config
 

@@ -13,11 +13,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PlainValidator,
+    StringConstraints,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from ..facts import production as f
+from .suggest import with_suggestions
 from .warnings import ConfigWarning, config_rule, endpoint_rule
 
 
@@ -50,10 +61,24 @@ SCHEMA_DOCS: Any = {"use_attribute_docstrings": True, "json_schema_extra": crd_s
 
 
 class _Strict(BaseModel):
-    """camelCase keys, unknown keys rejected, immutable once validated (as the rest of the config)."""
+    """camelCase keys, unknown keys rejected (with the nearest field name), immutable once validated: the base of
+    every model of the config."""
 
     model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True, populate_by_name=False,
                               regex_engine="python-re", **SCHEMA_DOCS)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _unknown_keys(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        """An unknown key gets "did you mean" with this model's nearest field, whoever validates the model
+        (``Endpoint.model_validate({...})`` as much as the loader)."""
+        try:
+            return handler(data)
+        except ValidationError as err:
+            suggested = with_suggestions(cls, err)
+            if suggested is None:
+                raise
+            raise suggested from None
 
 
 def crd(path: str, *, description: str | None = None, alias: str | None = None, **kw: Any) -> Any:

@@ -12,7 +12,8 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -73,6 +74,40 @@ def nearest(word: str, choices: list[str] | tuple[str, ...], cutoff: float = 0.6
     return lowered[match[0]] if match else None
 
 
+def unknown_key_text(key: str, keys: list[str]) -> str:
+    """``unknown key; did you mean <nearest>?``, or the known keys when none is close."""
+    guess = nearest(key, keys)
+    hint = f"; did you mean {guess}?" if guess else f" (known keys: {', '.join(sorted(keys))})"
+    return f"unknown key{hint}"
+
+
+def line_errors(err: ValidationError) -> list[InitErrorDetails]:
+    """A ValidationError's errors as line errors again (type, path, message and context kept)."""
+    out = []
+    for item in err.errors(include_url=False):
+        ctx = {k: v for k, v in (item.get("ctx") or {}).items() if k != "error"}
+        out.append(InitErrorDetails(type=PydanticCustomError(item["type"], "{msg}", {**ctx, "msg": item["msg"]}),
+                                    loc=tuple(item["loc"]), input=item.get("input")))
+    return out
+
+
+def with_suggestions(model: type[BaseModel], err: ValidationError) -> ValidationError | None:
+    """``err`` with each unknown key of ``model`` itself (a path of one key) given the nearest field name; None when
+    it has none."""
+    items = err.errors(include_url=False)
+    if not any(i["type"] == "extra_forbidden" and len(i["loc"]) == 1 for i in items):
+        return None
+    keys = _keys(model)
+    out = []
+    for item, line in zip(items, line_errors(err), strict=True):
+        if item["type"] == "extra_forbidden" and len(item["loc"]) == 1:
+            message = unknown_key_text(str(item["loc"][0]), keys)
+            line = InitErrorDetails(type=PydanticCustomError("unknown_key", "{msg}", {"msg": message}),
+                                    loc=tuple(item["loc"]), input=item.get("input"))
+        out.append(line)
+    return ValidationError.from_exception_data(model.__name__, out)
+
+
 def unknown_key_message(loc: tuple[Any, ...]) -> str:
     """The message for an unknown key at ``loc``: not a field, the nearest field name when one is close."""
     from .models import HyperPodConfig
@@ -81,7 +116,4 @@ def unknown_key_message(loc: tuple[Any, ...]) -> str:
     model = model_at(HyperPodConfig, loc)
     if model is None or not isinstance(key, str):
         return "unknown key (not a field of the config)"
-    keys = _keys(model)
-    guess = nearest(key, keys)
-    hint = f"; did you mean {guess}?" if guess else f" (known keys: {', '.join(sorted(keys))})"
-    return f"unknown key{hint}"
+    return unknown_key_text(key, _keys(model))

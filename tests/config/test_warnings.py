@@ -160,3 +160,18 @@ def test_every_warning_id_is_listed_in_the_safe_defaults_page():
     page = (REPO / "docs" / "safe-defaults.md").read_text()
     table = page.split("## Warning IDs", 1)[1]
     assert [wid for wid in WARNING_IDS if f"| `{wid}` |" not in table] == []
+
+
+def test_the_models_themselves_suggest_the_nearest_field():
+    # GIVEN the Python API's own call (Endpoint.model_validate, as docs/cdk-app.md shows) WHEN a key is mistyped at
+    # two depths THEN pydantic's error carries "did you mean" at each
+    from pydantic import ValidationError
+
+    from hyperpod_inference.config.models import Endpoint
+
+    with pytest.raises(ValidationError) as err:
+        Endpoint.model_validate({"name": "a", "namespace": "b", "instanceType": "ml.g5.8xlarge", "autoscalingSpec": {},
+                                 "model": {"s3": {"bucket": "my-models", "prefx": "a/"}}})
+    found = {tuple(e["loc"]): e["msg"] for e in err.value.errors()}
+    assert found[("autoscalingSpec",)] == "unknown key; did you mean autoScalingSpec?"
+    assert found[("model", "s3", "prefx")] == "unknown key; did you mean prefix?"
