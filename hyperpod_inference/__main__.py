@@ -1,5 +1,6 @@
 """``python -m hyperpod_inference schema [-o FILE]`` prints (or writes) the JSON Schema of the config file;
-``python -m hyperpod_inference validate FILE`` checks a config without synthesizing."""
+``python -m hyperpod_inference validate FILE [--strict]`` checks a config without synthesizing: every problem, then
+every warning (acknowledged ones with their reason); ``--strict`` fails on an unacknowledged warning."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     schema.add_argument("-o", "--output", help="write it to this file instead (e.g. hyperpod.schema.json)")
     check = sub.add_parser("validate", help="validate a config file and report every problem")
     check.add_argument("file")
+    check.add_argument("--strict", action="store_true",
+                       help="fail (exit 1) on a warning the config does not acknowledge (acknowledgeWarnings)")
     args = parser.parse_args(argv)
     from .config import ConfigError, config_json_schema, load_config
 
@@ -33,11 +36,24 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(text)
         return 0
     try:
-        load_config(args.file)
+        config = load_config(args.file)
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
-    print(f"{args.file}: valid")
+    from .config.warnings import all_warnings
+
+    findings = all_warnings(config)
+    open_ = [f for f in findings if f.reason is None]
+    for f in findings:
+        if f.reason is None:
+            print(f"{args.file}: warning {f.warning.id}: {f.path}: {f.warning.message}", file=sys.stderr)
+        else:
+            print(f"{args.file}: acknowledged {f.warning.id}: {f.path}: {f.reason}")
+    if open_ and args.strict:
+        print(f"{args.file}: {len(open_)} unacknowledged warning(s) with --strict (acknowledge each in "
+              "acknowledgeWarnings with its reason, or fix it)", file=sys.stderr)
+        return 1
+    print(f"{args.file}: valid" + (f" ({len(open_)} warning(s))" if open_ else ""))
     return 0
 
 

@@ -19,6 +19,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from .config import ConfigError, load_config
+from .config.cross_rules import cluster_import_problems
 from .config.loader import DEFAULT_STACK_NAME, load_configs
 from .delivery import template_size_problems
 from .stack import HyperPodInferenceStack
@@ -38,6 +39,9 @@ def build(app: cdk.App, config_path: str, *, stack_name: str | None = None,
     """Load the config and add the stack (and the cdk-nag AwsSolutions checks) to ``app``. The stack is named by the
     config's ``stackName``, else ``stack_name`` (the context key ``stackName``), else ``HyperPodInference``."""
     config = load_config(config_path)
+    problems = cluster_import_problems(config)  # the stack imports the cluster by name: named with the file
+    if problems:
+        raise ConfigError(config_path, problems)
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return HyperPodInferenceStack(app, config.stack_name or stack_name or DEFAULT_STACK_NAME, config=config)

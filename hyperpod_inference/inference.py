@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ from .charts.hf_token import external_secret_objects, token_names, token_secret_
 from .charts.nvme_cache import NvmeAgentCode, NvmeAgentGc, NvmeCache, NvmeCachePlan, model_reader_service_account
 from .config.loader import ConfigError, parse_config
 from .config.models import Endpoint, HyperPodConfig
-from .config.warnings import config_warnings, endpoint_warnings
+from .config.warnings import ConfigWarning, acknowledgment, config_warnings, endpoint_warnings
 from .constructs.analytics import CaptureAnalytics
 from .constructs.autoscaling import KedaTriggerAccess
 from .constructs.data_capture import DataCaptureStorage
@@ -83,9 +84,9 @@ class InferenceEndpoint:
 class HyperPodInference(Construct):
     """Everything HyperPod inference needs on an existing cluster, from one validated config, in your stack.
 
-    :param config: the validated config (``load_config``; ``load_config(path, cluster_object=True)`` when you pass
-        ``cluster``, so the ``cluster`` section needs only ``hyperpodClusterArn`` and, unless the cluster object
-        carries a literal one, ``oidcProviderArn``)
+    :param config: the validated config (``load_config``). With ``cluster``, the ``cluster`` section needs only
+        ``hyperpodClusterArn`` and, unless the cluster object carries a literal one, ``oidcProviderArn``; ``env``
+        may be absent (the enclosing stack's is taken)
     :param cluster: the EKS cluster (``aws_eks.ICluster``) whose kubectl provider applies the manifests. Default:
         none, for ``manifests.delivery: files``; ``HyperPodInferenceStack`` imports the one the config describes.
     :param capture_bucket: the capture bucket instead of ``capture.bucketName``. One created in the same stack is
@@ -116,6 +117,8 @@ class HyperPodInference(Construct):
         self._synth_hook = Construct(self, "SynthHook")
         self.stack = cdk.Stack.of(self)
         self._validate_props(config, cluster, execution_role)
+        self._validate_resource_props(config, capture_bucket=capture_bucket, capture_key=capture_key,
+                                      tls_bucket=tls_bucket, hosted_zone=hosted_zone, certificate=certificate)
         # What the names the library chooses carry, so two stacks (or two of these in one stack) never collide: the
         # stack's name, and this construct's id unless it is Default.
         self.name_scope = naming.name_scope(self.stack.stack_name, construct_id)
@@ -125,7 +128,7 @@ class HyperPodInference(Construct):
             # apply as they do to a config that names it.
             data = config.model_dump(by_alias=True, exclude_none=True)
             data["env"] = {"account": self.stack.account, "region": self.stack.region}
-            config = parse_config(data, f"{self.node.path} config", cluster_object=True)
+            config = parse_config(data, f"{self.node.path} config")
         self.config = config
         self.cluster = cluster
         self.region: str = self.stack.region
@@ -161,7 +164,7 @@ class HyperPodInference(Construct):
         self.s3_csi_role = self.operator.s3_csi_role
         self._add_namespaces()
         for warning in config_warnings(config):
-            self._annotations.add_warning_v2(warning.annotation_id, f"{warning.path}: {warning.message}")
+            self._report(warning, warning.annotation_id, warning.path, acknowledgment(config, warning.id))
         for endpoint in config.endpoints:
             self._add(endpoint)
         self._global_outputs()
@@ -183,6 +186,20 @@ class HyperPodInference(Construct):
         if config.manifests.delivery == "kubectl" and cluster is None:
             problems.append("cluster: required with manifests.delivery: kubectl (the cluster whose kubectl provider "
                             "applies the manifests)")
+        if cluster is None and config.cluster.eks_cluster_name is None:
+            problems.append("cluster.eksClusterName: required without a cluster object (the operator add-on names "
+                            "the cluster); fill it in, or pass cluster= (an eks.ICluster)")
+        if cluster is not None and config.manifests.delivery == "kubectl" and cluster.kubectl_layer is None:
+            problems.append(f"cluster: {cluster.node.path} has no kubectl_layer, so its kubectl handler has only the "
+                            "AWS CLI and every manifest would fail at deploy; import it with kubectl_layer= (e.g. "
+                            "aws_cdk.lambda_layer_kubectl_v33.KubectlV33Layer(stack, \"KubectlLayer\"), the layer "
+                            "matching its Kubernetes version)")
+        object_oidc = self._object_oidc_arn(cluster)
+        if object_oidc is not None and config.cluster.oidc_provider_arn is not None \
+                and object_oidc != config.cluster.oidc_provider_arn:
+            problems.append(f"cluster: its OIDC provider is {object_oidc}, but cluster.oidcProviderArn is "
+                            f"{config.cluster.oidc_provider_arn}; IRSA trusts would name the wrong provider. Leave "
+                            "cluster.oidcProviderArn out (the object's is used) or make them the same")
         if cluster is not None and config.cluster.eks_cluster_name and not is_unresolved(cluster.cluster_name) \
                 and cluster.cluster_name != config.cluster.eks_cluster_name:
             problems.append(f"cluster: named {cluster.cluster_name!r}, but cluster.eksClusterName is "
@@ -203,6 +220,44 @@ class HyperPodInference(Construct):
                 "execution_role: its trust policy cannot be checked here; it must trust sagemaker.amazonaws.com and "
                 "the operator's service account")
 
+    def _validate_resource_props(self, config: HyperPodConfig, **props: Any) -> None:
+        """A resource object given both as a prop and in the config: named by the prop and the config key."""
+        problems: list[str] = []
+        capture, domain = config.capture, config.domain
+        for prop, key, configured in (
+                ("capture_bucket", "capture.bucketName", capture is not None and capture.bucket_name is not None),
+                ("capture_key", "capture.kms", capture is not None and capture.kms != "create"),
+                ("tls_bucket", "operator.tlsBucketName", config.operator.tls_bucket_name is not None),
+                ("hosted_zone", "domain.hostedZoneId", domain is not None and domain.hosted_zone_id is not None),
+                ("certificate", "domain.certificateArn", domain is not None and domain.certificate_arn is not None)):
+            if props[prop] is not None and configured:
+                problems.append(f"{prop}: given, and the config sets {key} too; give one (the prop, or {key})")
+        for prop, section in (("capture_bucket", "capture"), ("capture_key", "capture"),
+                              ("hosted_zone", "domain"), ("certificate", "domain")):
+            if props[prop] is not None and getattr(config, section) is None:
+                problems.append(f"{prop}: given, but the config has no {section} section to use it for")
+        zone = props["hosted_zone"]
+        if zone is not None and domain is not None and not is_unresolved(zone.zone_name) \
+                and zone.zone_name.rstrip(".") != domain.zone_name.rstrip("."):
+            problems.append(f"hosted_zone: its name is {zone.zone_name!r}, but domain.zoneName is "
+                            f"{domain.zone_name!r}")
+        if props["certificate"] is not None and domain is not None and domain.wildcard is not None:
+            problems.append("certificate: given, so domain.wildcard (which shapes an issued certificate) does not "
+                            "apply; leave domain.wildcard out")
+        if problems:
+            raise ValueError(f"HyperPodInference {self.node.path}: " + "; ".join(problems))
+
+    @staticmethod
+    def _object_oidc_arn(cluster: eks.ICluster | None) -> str | None:
+        """The cluster object's literal OIDC provider ARN, or None (no object, no provider, or a token)."""
+        if cluster is None:
+            return None
+        try:
+            arn = cluster.open_id_connect_provider.open_id_connect_provider_arn
+        except jsii.errors.JSIIError:
+            return None
+        return None if arn is None or is_unresolved(arn) else arn
+
     @staticmethod
     def _oidc_provider_arn(config: HyperPodConfig, cluster: eks.ICluster | None) -> str:
         arn = config.cluster.oidc_provider_arn
@@ -219,8 +274,10 @@ class HyperPodInference(Construct):
         return arn
 
     # ---------------------------------------------------------------------------------------------- endpoints
-    def add_endpoint(self, endpoint: Endpoint, *, scope: Construct | None = None) -> InferenceEndpoint:
-        """Add one endpoint (``Endpoint.model_validate({...})`` with the YAML's own keys) and everything it needs:
+    def add_endpoint(self, endpoint: Endpoint | Mapping[str, Any], *,
+                     scope: Construct | None = None) -> InferenceEndpoint:
+        """Add one endpoint (an ``Endpoint``, or a mapping with the YAML's own keys, validated here with every
+        problem named by its path in the endpoint) and everything it needs:
         token sync, NVMe cache, per-pod IAM, capture and domain wiring, verification and outputs.
 
         The config's cross-endpoint rules apply against the endpoints already added (unique names, SageMaker
@@ -230,19 +287,22 @@ class HyperPodInference(Construct):
         DaemonSet for alike agent pods); the warm DaemonSets are built at synth, so add every endpoint before the app
         is synthesized or its manifests are read (an endpoint added after that is an error).
         """
-        self._check_against_config(endpoint)
-        return self._add(endpoint, scope)
+        return self._add(self._check_against_config(endpoint), scope)
 
-    def _check_against_config(self, endpoint: Endpoint) -> None:
+    def _check_against_config(self, endpoint: Endpoint | Mapping[str, Any]) -> Endpoint:
         data = self.config.model_dump(by_alias=True, exclude_none=True)
-        data["endpoints"] = [e.model_dump(by_alias=True, exclude_none=True) for e in [*self._added, endpoint]]
+        given = endpoint.model_dump(by_alias=True, exclude_none=True) if isinstance(endpoint, Endpoint) else \
+            dict(endpoint) if isinstance(endpoint, Mapping) else endpoint
+        data["endpoints"] = [*(e.model_dump(by_alias=True, exclude_none=True) for e in self._added), given]
         try:
-            parse_config(data, "add_endpoint", cluster_object=True)
+            parsed = parse_config(data, "add_endpoint").endpoints[-1]
         except ConfigError as err:
             prefix = f"endpoints[{len(self._added)}]"
             problems = [(p[len(prefix):].lstrip(".") or "<endpoint>", m) if p.startswith(prefix) else (p, m)
                         for p, m in err.problems]
-            raise ConfigError(f"add_endpoint({endpoint.namespace}/{endpoint.name})", problems) from None
+            label = f"{given.get('namespace')}/{given.get('name')}" if isinstance(given, dict) else "<endpoint>"
+            raise ConfigError(f"add_endpoint({label})", problems) from None
+        return endpoint if isinstance(endpoint, Endpoint) else parsed
 
     def _add(self, endpoint: Endpoint, scope: Construct | None = None) -> InferenceEndpoint:
         if self._sealed:
@@ -536,28 +596,17 @@ class HyperPodInference(Construct):
         return known
 
     def _warn(self, endpoint: Endpoint, name: str) -> None:
-        hf = endpoint.model.huggingface
         where = f"endpoints {endpoint.namespace}/{endpoint.name}"
-        if hf is not None and hf.commit_sha is None:
-            self._annotations.add_warning_v2(
-                f"hyperpod-inference:unpinned:{name}",
-                f"{where}: no commitSHA, so the deployment follows the Hub's main branch and is not reproducible; "
-                "pin model.huggingface.commitSHA")
-        if hf is not None and hf.token is not None and not hf.prefetch and endpoint.weight_cache.mode != "daemonset":
-            self._annotations.add_warning_v2(
-                f"hyperpod-inference:tokenInRuntime:{name}",
-                f"{where}: with prefetch: false the operator also gives the Hugging Face token to the model server "
-                "container; set prefetch: true to keep it in the init container")
-        pod = endpoint.data_capture.model_pod if endpoint.data_capture else None
-        if pod is not None and pod.enabled and (pod.initial_sampling_percentage in (None, 100)) \
-                and not pod.max_payload_size_kb:
-            self._annotations.add_warning_v2(
-                f"hyperpod-inference:fullCapture:{name}",
-                f"{where}: modelPod capture samples 100% of requests with no payload cap (maxPayloadSizeKB); every "
-                "full request and response is stored")
         for warning in endpoint_warnings(endpoint, self.config):
-            self._annotations.add_warning_v2(f"{warning.annotation_id}:{name}",
-                                                    f"{where}: {warning.path}: {warning.message}")
+            self._report(warning, f"{warning.annotation_id}:{name}", f"{where}: {warning.path}",
+                         acknowledgment(self.config, warning.id, endpoint))
+
+    def _report(self, warning: ConfigWarning, annotation_id: str, where: str, reason: str | None) -> None:
+        """A config warning as a CDK warning, or, acknowledged in ``acknowledgeWarnings``, as info with its reason."""
+        if reason is None:
+            self._annotations.add_warning_v2(annotation_id, f"{where}: {warning.message}")
+        else:
+            self._annotations.add_info(f"{annotation_id} acknowledged ({reason}): {where}: {warning.message}")
 
     # -------------------------------------------------------------------------------------------------- outputs
     def _outputs_for(self, scope: Construct, ep: Endpoint, added: InferenceEndpoint,

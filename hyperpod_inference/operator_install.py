@@ -112,14 +112,10 @@ class OperatorInstall:
             self.dependencies.append(addon)
             return
         # install: chart -- the operator's objects as a cdk8s chart, applied after the dependency add-ons
+        # (with manifests.delivery: files nothing applies the ALB controller and KEDA charts: the config's
+        # chartFilesDependencies warning says so)
         if delivery.cluster is not None and op.dependencies == "create":
             deps.extend(self._helm_dependencies(delivery.cluster, config, roles))
-        elif op.dependencies == "create":
-            cdk.Annotations.of(scope).add_warning_v2(
-                "hyperpod-inference:chartFilesDependencies",
-                "install: chart with manifests.delivery: files: the ALB controller and KEDA Helm charts are not "
-                "applied by the stack; install them into hyperpod-inference-system yourself (their IRSA roles are "
-                "created)")
         chart = OperatorChart(delivery.k8s_app, "operator", props=OperatorChartProps(
             version=op.version, region=cdk.Stack.of(scope).region,
             execution_role_arn=self._literal_arns.get("execution") or self.execution_role.role_arn,

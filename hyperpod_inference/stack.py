@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import aws_cdk as cdk
@@ -10,6 +11,8 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from .config.cross_rules import cluster_import_problems
+from .config.loader import ConfigError
 from .config.models import HyperPodConfig
 from .delivery import (  # noqa: F401 - re-exported: the stack's public size limits and checks
     MAX_MANIFEST_BYTES,
@@ -19,13 +22,40 @@ from .delivery import (  # noqa: F401 - re-exported: the stack's public size lim
     ManifestUnit,
     template_size_problems,
 )
+from .facts import kubectl as kubectl_facts
+from .facts.kubectl import KubectlLayer
 from .inference import HyperPodInference
 
 
-def import_cluster(scope: Construct, config: HyperPodConfig) -> eks.ICluster:
-    """The existing EKS cluster of ``config.cluster``, with its kubectl role, layer and (optionally) private subnets."""
-    from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+def kubectl_layer_for(version: str | None) -> KubectlLayer:
+    """The published kubectl layer for Kubernetes ``version`` (``cluster.kubernetesVersion``; None = the default,
+    v33). ConfigError naming the field when none serves it."""
+    if version is None:
+        return kubectl_facts.DEFAULT_LAYER
+    layer = kubectl_facts.layer_for(version)
+    if layer is None:
+        raise ConfigError("cluster.kubernetesVersion", [("cluster.kubernetesVersion", f"no published kubectl layer "
+                                                         f"serves Kubernetes {version}")])
+    return layer
 
+
+def kubectl_layer(scope: Construct, version: str | None) -> Any:
+    """The kubectl layer construct (``KubectlV<minor>Layer``) for ``version``; a ConfigError with the pip command
+    when its package is not installed."""
+    layer = kubectl_layer_for(version)
+    try:
+        module = importlib.import_module(layer.module)
+    except ImportError:
+        raise ConfigError("cluster.kubernetesVersion", [("cluster.kubernetesVersion", (
+            f"Kubernetes {version} needs the kubectl layer {layer.package}, which is not installed: "
+            f"pip install 'hyperpod-inference-cdk[kubectl-v{layer.minor}]' (or pip install {layer.package})"))]) \
+            from None
+    return getattr(module, layer.class_name)(scope, "KubectlLayer")
+
+
+def import_cluster(scope: Construct, config: HyperPodConfig) -> eks.ICluster:
+    """The existing EKS cluster of ``config.cluster``, with its kubectl role, the kubectl layer of its Kubernetes
+    version (``cluster.kubernetesVersion``; default v33) and (optionally) private subnets."""
     c = config.cluster
     oidc = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(scope, "OidcProvider", c.oidc_provider_arn)
     extra: dict[str, Any] = {}
@@ -39,7 +69,7 @@ def import_cluster(scope: Construct, config: HyperPodConfig) -> eks.ICluster:
             extra["kubectl_security_group_id"] = c.kubectl_security_group_id
     return eks.Cluster.from_cluster_attributes(
         scope, "Cluster", cluster_name=c.eks_cluster_name, kubectl_role_arn=c.kubectl_role_arn,
-        kubectl_layer=KubectlV33Layer(scope, "KubectlLayer"), open_id_connect_provider=oidc, **extra)
+        kubectl_layer=kubectl_layer(scope, c.kubernetes_version), open_id_connect_provider=oidc, **extra)
 
 
 class HyperPodInferenceStack(cdk.Stack):
@@ -53,6 +83,9 @@ class HyperPodInferenceStack(cdk.Stack):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HyperPodConfig, **kwargs: Any) -> None:
+        problems = cluster_import_problems(config, env_given=kwargs.get("env") is not None)
+        if problems:
+            raise ConfigError(f"HyperPodInferenceStack {construct_id}", problems)
         if config.env is not None:
             kwargs.setdefault("env", cdk.Environment(account=config.env.account, region=config.env.region))
         kwargs.setdefault("description", "SageMaker HyperPod inference (hyperpod-inference-cdk)")

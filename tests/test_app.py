@@ -39,3 +39,22 @@ def test_a_construct_prop_error_is_not_printed_as_a_config_error(monkeypatch, ca
     err = capsys.readouterr().err
     assert err.startswith("error:\n") and "config error" not in err and "bucket and bucket_name" in err
 
+
+
+def test_the_app_names_the_file_and_each_cluster_field_a_partial_config_lacks(tmp_path):
+    # GIVEN a config file whose cluster section has only hyperpodClusterArn (it loads)
+    import aws_cdk as cdk
+    import pytest
+
+    from hyperpod_inference.app import build
+    from hyperpod_inference.config import ConfigError
+
+    path = tmp_path / "partial.yaml"
+    path.write_text("apiVersion: hyperpod-inference/v1\ncluster:\n  hyperpodClusterArn: "
+                    "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh\n")
+    # WHEN the app builds its stack from it THEN refused before any construct, naming the file and each field
+    with pytest.raises(ConfigError) as err:
+        build(cdk.App(), str(path), nag=False)
+    assert err.value.source == str(path)
+    assert {p for p, _ in err.value.problems} == {"env", "cluster.eksClusterName", "cluster.kubectlRoleArn",
+                                                  "cluster.oidcProviderArn", "cluster.vpcId"}

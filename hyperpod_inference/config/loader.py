@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from ..facts.production import PATTERN_DESCRIPTIONS as PRODUCTION_PATTERNS
 from ..facts.rules import PATTERN_DESCRIPTIONS as _PATTERNS
 from . import safety
 from .models import HyperPodConfig
+from .suggest import unknown_key_message
 
 PATTERN_DESCRIPTIONS = {**PRODUCTION_PATTERNS, **_PATTERNS}
 
@@ -49,10 +51,12 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "<root>"
 
 
-def _problems(err: ValidationError) -> list[tuple[str, str]]:
+def _problems(err: ValidationError, data: Any = None) -> list[tuple[str, str]]:
     out = []
     for item in err.errors(include_url=False):
         msg = item["msg"]
+        if item["type"] == "extra_forbidden":
+            msg = unknown_key_message(tuple(item["loc"]))
         if item["type"] == "string_pattern_mismatch":
             pattern = (item.get("ctx") or {}).get("pattern", "")
             msg = f"must be {PATTERN_DESCRIPTIONS[pattern]}" if pattern in PATTERN_DESCRIPTIONS else msg
@@ -66,19 +70,23 @@ def _problems(err: ValidationError) -> list[tuple[str, str]]:
 def parse_config(data: Any, source: str = "<config>", *, cluster_object: bool = False) -> HyperPodConfig:
     """Validate an already-parsed mapping (camelCase keys).
 
-    ``cluster_object=True``: the config goes to a ``HyperPodInference`` given an ``eks.ICluster``, so ``env`` and the
-    cluster fields the object provides (``eksClusterName``, ``kubectlRoleArn``, ``vpcId``, ``oidcProviderArn``) may
-    be left out. Default: the config describes the cluster the app imports, and needs them all.
+    The ``cluster`` section needs only ``hyperpodClusterArn`` and ``env`` may be absent: what the rest is needed for
+    is checked where it applies (``HyperPodInferenceStack`` imports the cluster by name and needs them; a
+    ``HyperPodInference`` given a cluster object takes them from it and from its stack).
+    ``cluster_object`` is deprecated and does nothing.
     """
+    if cluster_object:
+        warnings.warn("cluster_object=True is no longer needed: every config loads without the cluster's import "
+                      "fields", DeprecationWarning, stacklevel=2)
     if not isinstance(data, dict):
         raise ConfigError(source, [("<root>", "the config must be a mapping (apiVersion, env, cluster, ...)")])
     # a token-shaped string anywhere in the file (operator.addonConfigurationOverrides, an endpoint's specOverrides,
     # tags, payload, ...), found even when other fields are invalid; the endpoints' own rule says the same
     tokens = [(format_loc(path), message) for path, message in safety.token_shaped(data)]
     try:
-        config = HyperPodConfig.model_validate(data, context={"cluster_object": cluster_object})
+        config = HyperPodConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(source, list(dict.fromkeys(_problems(err) + tokens))) from None
+        raise ConfigError(source, list(dict.fromkeys(_problems(err, data) + tokens))) from None
     if tokens:
         raise ConfigError(source, tokens)
     return config
@@ -231,8 +239,8 @@ def load_yaml_text(text: str, source: str = "<config>") -> Any:
 
 
 def load_config(path: str | Path, *, cluster_object: bool = False) -> HyperPodConfig:
-    """Read and validate a config file (UTF-8, at most MAX_FILE_BYTES; ``cluster_object``: see
-    :func:`parse_config`)."""
+    """Read and validate a config file (UTF-8, at most MAX_FILE_BYTES). ``cluster_object`` is deprecated and does
+    nothing (see :func:`parse_config`)."""
     path = Path(path)
     try:
         with path.open("rb") as stream:
@@ -248,7 +256,10 @@ def load_config(path: str | Path, *, cluster_object: bool = False) -> HyperPodCo
         line = raw[:err.start].count(b"\n") + 1
         raise ConfigError(str(path), [(f"line {line}", f"not UTF-8: byte 0x{raw[err.start]:02x} at offset "
                                        f"{err.start}; save the file as UTF-8")]) from None
-    return parse_config(load_yaml_text(text, str(path)), str(path), cluster_object=cluster_object)
+    if cluster_object:
+        warnings.warn("cluster_object=True is no longer needed: every config loads without the cluster's import "
+                      "fields", DeprecationWarning, stacklevel=2)
+    return parse_config(load_yaml_text(text, str(path)), str(path))
 
 
 #: The app's stack for one config file without ``stackName`` (facts/naming.py).

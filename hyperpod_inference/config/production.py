@@ -10,13 +10,25 @@ server applies the CRD's defaults to the rest.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PlainValidator,
+    StringConstraints,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from ..facts import production as f
+from .suggest import with_suggestions
 from .warnings import ConfigWarning, config_rule, endpoint_rule
 
 
@@ -49,10 +61,24 @@ SCHEMA_DOCS: Any = {"use_attribute_docstrings": True, "json_schema_extra": crd_s
 
 
 class _Strict(BaseModel):
-    """camelCase keys, unknown keys rejected, immutable once validated (as the rest of the config)."""
+    """camelCase keys, unknown keys rejected (with the nearest field name), immutable once validated: the base of
+    every model of the config."""
 
     model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True, populate_by_name=False,
                               regex_engine="python-re", **SCHEMA_DOCS)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _unknown_keys(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        """An unknown key gets "did you mean" with this model's nearest field, whoever validates the model
+        (``Endpoint.model_validate({...})`` as much as the loader)."""
+        try:
+            return handler(data)
+        except ValidationError as err:
+            suggested = with_suggestions(cls, err)
+            if suggested is None:
+                raise
+            raise suggested from None
 
 
 def crd(path: str, *, description: str | None = None, alias: str | None = None, **kw: Any) -> Any:
@@ -71,7 +97,8 @@ Text = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 Quantity = Annotated[str, StringConstraints(pattern=f.QUANTITY, max_length=64)] | Annotated[int, Field(ge=0)]
 ResourceName = Annotated[str, StringConstraints(pattern=f.RESOURCE_NAME, max_length=253)]
 LabelKey = Annotated[str, StringConstraints(pattern=f.LABEL_KEY, max_length=317)]
-MetricType = Literal["Value", "Average"]
+MetricType = Literal[f.METRIC_TYPES]  # type: ignore[valid-type]
+Loc = tuple[str | int, ...]
 
 
 # ---------------------------------------------------------------------------------------------------- autoscaling
@@ -143,7 +170,7 @@ class AutoScalingSpec(_Strict):
     min_replica_count: NonNegative | None = crd("minReplicaCount")
     """Fewest replicas (operator default 1)."""
     max_replica_count: NonNegative | None = crd("maxReplicaCount")
-    """Most replicas (operator default 5)."""
+    """Most replicas (operator default 5); 0 is refused (it never runs a pod)."""
     polling_interval: NonNegative | None = crd("pollingInterval")
     """Seconds between trigger checks."""
     cooldown_period: NonNegative | None = crd("cooldownPeriod")
@@ -172,6 +199,9 @@ class AutoScalingSpec(_Strict):
         if lo > hi:
             raise PydanticCustomError("range", "minReplicaCount ({lo}) must not exceed maxReplicaCount ({hi}; the "
                                       "operator's default is 5 when unset)", {"lo": lo, "hi": hi})
+        if hi == 0:
+            raise PydanticCustomError("range", "maxReplicaCount 0 never runs a pod: KEDA can scale between "
+                                      "minReplicaCount and maxReplicaCount only; give maxReplicaCount 1 or more")
         return self
 
     @property
@@ -200,14 +230,15 @@ class AutoScalingSpec(_Strict):
 class IntelligentRoutingSpec(_Strict):
     enabled: bool | None = crd("enabled")
     """Turn intelligent routing on."""
-    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = crd("routingStrategy")
-    """How requests are routed."""
+    routing_strategy: Literal[f.ROUTING_STRATEGIES] | None = crd("routingStrategy")  # type: ignore[valid-type]
+    """How requests are routed; kvaware without a KV cache (kvCacheSpec enableL1Cache / enableL2Cache) is
+    warned."""
     auto_scaling_spec: AutoScalingSpec | None = crd("autoScalingSpec")
     """Autoscaling of the router."""
 
 
 class L2CacheSpec(_Strict):
-    l2_cache_backend: Literal["redis", "tieredstorage"] = crd_required(
+    l2_cache_backend: Literal[f.L2_CACHE_BACKENDS] = crd_required(  # type: ignore[valid-type]
         "l2CacheBackend", description="redis or tieredstorage, lowercase (stricter than the CRD's unanchored, "
                                       "case-insensitive pattern).")
     l2_cache_local_url: Text | None = crd("l2CacheLocalUrl")
@@ -235,7 +266,8 @@ class ModelMetrics(_Strict):
     path: Annotated[str, StringConstraints(pattern=f.METRICS_PATH, max_length=256)] | None = crd("path")
     """Path the model serves metrics on."""
     port: Annotated[int, Field(ge=f.METRICS_PORT_RANGE[0], le=f.METRICS_PORT_RANGE[1])] | None = crd("port")
-    """Port the model serves metrics on."""
+    """Port the model serves metrics on; warned when it is not the model server's port (nothing else in the pod
+    serves metrics)."""
 
 
 class Metrics(_Strict):
@@ -253,17 +285,26 @@ class LoadBalancerSpec(_Strict):
     health_check_path: Annotated[str, StringConstraints(pattern=f.HEALTH_CHECK_PATH, max_length=1024)] | None = crd(
         "healthCheckPath")
     """The ALB health check path."""
-    routing_algorithm: Literal["least_outstanding_requests", "round_robin"] | None = crd("routingAlgorithm")
+    routing_algorithm: Literal[f.ROUTING_ALGORITHMS] | None = crd(  # type: ignore[valid-type]
+        "routingAlgorithm")
     """How the ALB spreads requests."""
     idle_timeout_seconds: Annotated[int, Field(ge=f.IDLE_TIMEOUT_RANGE[0], le=f.IDLE_TIMEOUT_RANGE[1])] | None = crd(
         "idleTimeoutSeconds", description="v3.3 and later")
 
 
 class Tag(_Strict):
-    name: Annotated[str, StringConstraints(min_length=1, max_length=f.TAG_KEY_MAX)] = crd_required("name")
-    """Tag key."""
+    name: Annotated[str, StringConstraints(min_length=1, max_length=f.TAG_KEY_MAX)] = crd_required(
+        "name", description="Tag key: 1-128 characters, not starting with aws: (reserved by AWS; SageMaker refuses "
+                            "it), unique among the endpoint's tags.")
     value: Annotated[str, StringConstraints(max_length=f.TAG_VALUE_MAX)] = crd_required("value")
-    """Tag value."""
+    """Tag value (at most 256 characters)."""
+
+    @model_validator(mode="after")
+    def _not_reserved(self) -> Tag:
+        if self.name.lower().startswith("aws:"):
+            raise PydanticCustomError("tag", "tag keys starting with aws: are reserved by AWS; SageMaker refuses "
+                                      "them ({name})", {"name": self.name})
+        return self
 
 
 class ImageCache(_Strict):
@@ -331,7 +372,7 @@ class HttpGetAction(_Strict):
     """Port number or name."""
     host: Text | None = crd("host")
     """Host to connect to."""
-    scheme: Literal["HTTP", "HTTPS"] | None = crd("scheme")
+    scheme: Literal[f.PROBE_SCHEMES] | None = crd("scheme")  # type: ignore[valid-type]
     """HTTP or HTTPS."""
     http_headers: list[HttpHeader] | None = crd("httpHeaders")
     """Headers sent."""
@@ -480,7 +521,7 @@ EnvValue = Annotated[Any, PlainValidator(_env_value), WithJsonSchema({"anyOf": [
 class NodeSelectorRequirement(_Strict):
     key: LabelKey = crd_required("key")
     """Node label."""
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = crd_required("operator")
+    operator: Literal[f.NODE_SELECTOR_OPERATORS] = crd_required("operator")  # type: ignore[valid-type]
     """In, NotIn, Exists, DoesNotExist, Gt or Lt."""
     values: list[Annotated[str, StringConstraints(max_length=63)]] | None = crd("values")
     """Label values."""
@@ -527,6 +568,23 @@ class NodeAffinity(_Strict):
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = crd(
         "preferredDuringSchedulingIgnoredDuringExecution")
     """Nodes the pods prefer."""
+
+    def instance_type_values(self, label: str = "node.kubernetes.io/instance-type") -> list[tuple[Loc, str]]:
+        """Every value given for the instance-type label (In and NotIn, required and preferred terms), with its
+        path below ``nodeAffinity``."""
+        out: list[tuple[Loc, str]] = []
+        req = self.required_during_scheduling_ignored_during_execution
+        terms: list[tuple[Loc, NodeSelectorTerm]] = []
+        if req is not None:
+            terms += [(("requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", i), term)
+                      for i, term in enumerate(req.node_selector_terms)]
+        for i, pref in enumerate(self.preferred_during_scheduling_ignored_during_execution or []):
+            terms.append((("preferredDuringSchedulingIgnoredDuringExecution", i, "preference"), pref.preference))
+        for at, term in terms:
+            for j, expr in enumerate(term.match_expressions or []):
+                if expr.key == label and expr.operator in ("In", "NotIn"):
+                    out += [((*at, "matchExpressions", j, "values", k), v) for k, v in enumerate(expr.values or [])]
+        return out
 
     def instance_types(self, label: str = "node.kubernetes.io/instance-type") -> list[str] | None:
         """The instance types the required terms allow (``<label> In [...]`` in every term), or None when a term does
@@ -611,7 +669,6 @@ def dump(model: BaseModel | None) -> Any:
 
 
 # --------------------------------------------------------------------------------------- where the triggers are
-Loc = tuple[str | int, ...]
 
 
 def autoscaling_locations(ep: Any) -> list[tuple[Loc, AutoScalingSpec]]:
@@ -651,72 +708,146 @@ def _path(loc: Loc) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- warnings
-@endpoint_rule
-def _production_warnings(ep: Any, config: Any) -> list[ConfigWarning]:
-    w: list[ConfigWarning] = []
+# One registered function per warning ID (config/warnings.py keeps the registry).
+@endpoint_rule("placementRegistration")
+def _placement_registration(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     if ep.sagemaker_endpoint_name and (ep.instance_types is not None or ep.node_affinity is not None):
         key = "instanceTypes" if ep.instance_types is not None else "nodeAffinity"
-        w.append(ConfigWarning("placementRegistration", key, "with instanceTypes or nodeAffinity, how the operator "
-                               "fills the SageMaker endpoint registration's instance type is not documented"))
+        yield ConfigWarning("placementRegistration", key, "with instanceTypes or nodeAffinity, how the operator "
+                            "fills the SageMaker endpoint registration's instance type is not documented")
+
+
+@endpoint_rule("replicasOutsideAutoscaling")
+def _replicas_outside_autoscaling(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     for loc, spec in autoscaling_locations(ep):
-        at = _path(loc)
         if loc in (("autoScalingSpec",), ("intelligentRoutingSpec", "autoScalingSpec")) \
                 and not spec.min_replicas <= ep.replicas <= spec.max_replicas:
-            w.append(ConfigWarning("replicasOutsideAutoscaling", "replicas", f"replicas ({ep.replicas}) is outside "
-                                   f"{at}'s range [{spec.min_replicas}, {spec.max_replicas}]; KEDA will move it"))
+            yield ConfigWarning("replicasOutsideAutoscaling", "replicas", f"replicas ({ep.replicas}) is outside "
+                                f"{_path(loc)}'s range [{spec.min_replicas}, {spec.max_replicas}]; KEDA will move it")
+
+
+@endpoint_rule("triggerSingleAndList")
+def _trigger_single_and_list(ep: Any, config: Any) -> Iterator[ConfigWarning]:
+    for loc, spec in autoscaling_locations(ep):
         for single, many, kind in ((spec.cloud_watch_trigger, spec.cloud_watch_trigger_list, "cloudWatchTrigger"),
                                    (spec.prometheus_trigger, spec.prometheus_trigger_list, "prometheusTrigger")):
             if single is not None and many:
-                w.append(ConfigWarning("triggerSingleAndList", f"{at}.{kind}", f"both {kind} and {kind}List are "
-                                       f"set; the operator uses only {kind}List"))
-        if spec.min_replicas > 0:
-            for tloc, trig in trigger_locations(ep):
-                if tloc[:len(loc)] == loc and len(tloc) > len(loc) and tloc[len(loc)] in (
-                        "cloudWatchTrigger", "cloudWatchTriggerList", "prometheusTrigger", "prometheusTriggerList") \
-                        and trig.activation_target_value is not None:
-                    w.append(ConfigWarning("activationWithMinReplicas", _path(tloc) + ".activationTargetValue",
-                                           f"activationTargetValue only matters when scaling from zero; {at}."
-                                           f"minReplicaCount is {spec.min_replicas}"))
+                yield ConfigWarning("triggerSingleAndList", f"{_path(loc)}.{kind}", f"both {kind} and {kind}List are "
+                                    f"set; the operator uses only {kind}List")
+
+
+@endpoint_rule("activationWithMinReplicas")
+def _activation_with_min_replicas(ep: Any, config: Any) -> Iterator[ConfigWarning]:
+    for loc, spec in autoscaling_locations(ep):
+        if spec.min_replicas <= 0:
+            continue
+        for tloc, trig in trigger_locations(ep):
+            if tloc[:len(loc)] == loc and len(tloc) > len(loc) and tloc[len(loc)] in (
+                    "cloudWatchTrigger", "cloudWatchTriggerList", "prometheusTrigger", "prometheusTriggerList") \
+                    and trig.activation_target_value is not None:
+                yield ConfigWarning("activationWithMinReplicas", _path(tloc) + ".activationTargetValue",
+                                    f"activationTargetValue only matters when scaling from zero; {_path(loc)}."
+                                    f"minReplicaCount is {spec.min_replicas}")
+
+
+@endpoint_rule("scaleToZeroVerify")
+def _scale_to_zero_verify(ep: Any, config: Any) -> Iterator[ConfigWarning]:
+    for loc, spec in autoscaling_locations(ep):
         if spec.min_replicas == 0 and ep.verify is not None:
-            w.append(ConfigWarning("scaleToZeroVerify", f"{at}.minReplicaCount", "minReplicaCount 0 with verify: "
-                                   "the endpoint may have scaled to zero when the check invokes it"))
+            yield ConfigWarning("scaleToZeroVerify", f"{_path(loc)}.minReplicaCount", "minReplicaCount 0 with verify: "
+                                "the endpoint may have scaled to zero when the check invokes it")
+
+
+@endpoint_rule("kvCacheCustomRuntime")
+def _kv_cache_custom_runtime(ep: Any, config: Any) -> Iterator[ConfigWarning]:
+    if ep.kv_cache_spec is not None and ep.effective_runtime == "custom":
+        yield ConfigWarning("kvCacheCustomRuntime", "kvCacheSpec", "only vLLM / LMCache images are known to work with "
+                            "the operator's KV cache")
+
+
+@endpoint_rule("l2CacheRedisIgnored")
+def _l2_cache_redis_ignored(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     kv = ep.kv_cache_spec
-    if kv is not None:
-        if ep.effective_runtime == "custom":
-            w.append(ConfigWarning("kvCacheCustomRuntime", "kvCacheSpec", "only vLLM / LMCache images are known to "
-                                   "work with the operator's KV cache"))
-        if kv.l2_cache_spec is not None and kv.l2_cache_spec.l2_cache_backend == "redis":
-            w.append(ConfigWarning("l2CacheRedisIgnored", "kvCacheSpec.l2CacheSpec.l2CacheBackend", "the operator "
-                                   "ignores the redis backend today (aws/sagemaker-hyperpod-cli issue #431)"))
+    if kv is not None and kv.l2_cache_spec is not None and kv.l2_cache_spec.l2_cache_backend == "redis":
+        yield ConfigWarning("l2CacheRedisIgnored", "kvCacheSpec.l2CacheSpec.l2CacheBackend", "the operator ignores the "
+                            "redis backend today (aws/sagemaker-hyperpod-cli issue #431)")
+
+
+@endpoint_rule("intelligentRouting")
+def _intelligent_routing(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     if ep.intelligent_routing_spec is not None:
-        w.append(ConfigWarning("intelligentRouting", "intelligentRoutingSpec", "the operator refuses adding "
-                               "intelligentRoutingSpec to an existing deployment, and it moves the Ingress to "
-                               "hyperpod-inference-system"))
+        yield ConfigWarning("intelligentRouting", "intelligentRoutingSpec", "the operator refuses adding "
+                            "intelligentRoutingSpec to an existing deployment, and it moves the Ingress to "
+                            "hyperpod-inference-system")
+
+
+@endpoint_rule("kvawareWithoutKvCache")
+def _kvaware_without_kv_cache(ep: Any, config: Any) -> Iterator[ConfigWarning]:
+    irs = ep.intelligent_routing_spec
+    kv = ep.kv_cache_spec
+    if irs is not None and irs.routing_strategy == "kvaware" and (
+            kv is None or not (kv.enable_l1_cache or kv.enable_l2_cache)):
+        yield ConfigWarning("kvawareWithoutKvCache", "intelligentRoutingSpec.routingStrategy",
+                            "kvaware routes by the KV cache's contents, and kvCacheSpec turns on no cache "
+                            "(enableL1Cache / enableL2Cache): requests are routed as if no pod had cached anything")
+
+
+@endpoint_rule("metricsPortUnserved")
+def _metrics_port_unserved(ep: Any, config: Any) -> Iterator[ConfigWarning]:
+    mm = ep.metrics.model_metrics if ep.metrics is not None else None
+    if ep.is_jumpstart or mm is None or mm.port is None or ep.metrics.enabled is False:
+        return
+    served = ep.served_port
+    if mm.port != served:
+        yield ConfigWarning("metricsPortUnserved", "metrics.modelMetrics.port", f"port {mm.port} is not the port the "
+                            f"model server serves ({served}, where vLLM, SGLang and TGI serve /metrics); nothing "
+                            "else in the pod is known to serve it, so the scrape finds nothing")
+
+
+@endpoint_rule("sagemakerFieldWithoutEndpoint")
+def _sagemaker_field_without_endpoint(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     if not ep.sagemaker_endpoint_name:
         for key, value in (("tags", ep.tags), ("modelVersion", ep.model_version)):
             if value is not None:
-                w.append(ConfigWarning("sagemakerFieldWithoutEndpoint", key, f"{key} applies to the SageMaker "
-                                       "endpoint, and sagemakerEndpointName is not set"))
+                yield ConfigWarning("sagemakerFieldWithoutEndpoint", key, f"{key} applies to the SageMaker endpoint, "
+                                    "and sagemakerEndpointName is not set")
+
+
+@endpoint_rule("deployTimeBeyondVerify")
+def _deploy_time_beyond_verify(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     if ep.max_deploy_time_in_seconds is not None and ep.verify is not None \
             and ep.max_deploy_time_in_seconds > ep.verify.timeout_minutes * 60:
-        w.append(ConfigWarning("deployTimeBeyondVerify", "maxDeployTimeInSeconds", f"the deployment may take up to "
-                               f"{ep.max_deploy_time_in_seconds} s, longer than verify waits "
-                               f"({ep.verify.timeout_minutes} min)"))
+        yield ConfigWarning("deployTimeBeyondVerify", "maxDeployTimeInSeconds", f"the deployment may take up to "
+                            f"{ep.max_deploy_time_in_seconds} s, longer than verify waits "
+                            f"({ep.verify.timeout_minutes} min)")
+
+
+@endpoint_rule("weightCacheWithoutNvme")
+def _weight_cache_without_nvme(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     if ep.weight_cache.mode == "daemonset" and not ep.is_jumpstart:
         facts = ep.instance
         if facts is None or not facts.nvme:
-            w.append(ConfigWarning("weightCacheWithoutNvme", "weightCache.mode", "the instance is not known to have "
-                                   "instance-store NVMe: the cache lands on the root disk (within minFreePercent)"))
-    if ep.spec_overrides:
+            yield ConfigWarning("weightCacheWithoutNvme", "weightCache.mode", "the instance is not known to have "
+                                "instance-store NVMe: the cache lands on the root disk (within minFreePercent)")
+
+
+@endpoint_rule("requestNearInstanceLimit")
+def _request_near_instance_limit(ep: Any, config: Any) -> Iterator[ConfigWarning]:
+    for loc, message in ep.request_limit_findings(warn=True):
+        yield ConfigWarning("requestNearInstanceLimit", _path(loc), message)
+
+
+@endpoint_rule("specOverridesUnchecked")
+def _spec_overrides_unchecked(ep: Any, config: Any) -> Iterator[ConfigWarning]:
+    if ep.spec_overrides and ep.spec_overrides_unchecked:
         paths = ", ".join(f"spec.{f.dotted(p)}" for p in f.override_leaves(ep.spec_overrides))
-        w.append(ConfigWarning("specOverrides", "specOverrides", f"merged into the resource unvalidated: {paths}"))
-    return w
+        yield ConfigWarning("specOverridesUnchecked", "specOverridesUnchecked", "specOverrides merged into the "
+                            f"resource without checking its paths against the operator's fields: {paths}")
 
 
-@config_rule
-def _addon_warnings(config: Any) -> list[ConfigWarning]:
+@config_rule("addonVersionUnvalidated")
+def _addon_version_unvalidated(config: Any) -> Iterator[ConfigWarning]:
     op = config.operator
-    w: list[ConfigWarning] = []
     if op.install == "addon" and op.addon_version and op.addon_version != f.ADDON_VERSIONS.get(op.version):
         newer = f.NEWER_ADDON_VERSIONS.get(op.addon_version)
         detail = (f"it installs operator {newer}, whose CRD is not available to validate against" if newer
@@ -724,12 +855,16 @@ def _addon_warnings(config: Any) -> list[ConfigWarning]:
         if op.addon_version.startswith("v2."):
             detail += "; v2.x reads other configuration keys (inferenceOperator.*, inferenceGateway.*) and its " \
                       "schema is unknown, so the configurationValues written for v1.x may not apply"
-        w.append(ConfigWarning("addonVersionUnvalidated", "operator.addonVersion",
-                               f"{op.addon_version} is not the add-on of operator.version {op.version} "
-                               f"({f.ADDON_VERSIONS.get(op.version)}): {detail}; operator.version stays the field "
-                               "set the config validates"))
+        yield ConfigWarning("addonVersionUnvalidated", "operator.addonVersion",
+                            f"{op.addon_version} is not the add-on of operator.version {op.version} "
+                            f"({f.ADDON_VERSIONS.get(op.version)}): {detail}; operator.version stays the field "
+                            "set the config validates")
+
+
+@config_rule("addonConfigurationOverrides")
+def _addon_configuration_overrides(config: Any) -> Iterator[ConfigWarning]:
+    op = config.operator
     if op.addon_configuration_overrides:
         paths = ", ".join(f.dotted(p) for p in f.override_leaves(op.addon_configuration_overrides))
-        w.append(ConfigWarning("addonConfigurationOverrides", "operator.addonConfigurationOverrides",
-                               f"merged into the add-on's configurationValues unvalidated: {paths}"))
-    return w
+        yield ConfigWarning("addonConfigurationOverrides", "operator.addonConfigurationOverrides",
+                            f"merged into the add-on's configurationValues unvalidated: {paths}")

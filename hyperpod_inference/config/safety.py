@@ -72,7 +72,7 @@ def payload_text(payload: str | dict[str, Any] | list[Any]) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------- warnings
-@endpoint_rule
+@endpoint_rule("wholeBucket")
 def _whole_bucket(endpoint: Endpoint, config: HyperPodConfig | None) -> Iterator[ConfigWarning]:
     s3 = endpoint.model.s3
     if s3 is not None and not s3.prefix:
@@ -82,20 +82,20 @@ def _whole_bucket(endpoint: Endpoint, config: HyperPodConfig | None) -> Iterator
             "model's folder as prefix to grant only it")
 
 
-@endpoint_rule
+@endpoint_rule("secretArnPartial")
 def _ambiguous_secret_arn(endpoint: Endpoint, config: HyperPodConfig | None) -> Iterator[ConfigWarning]:
     hf = endpoint.model.huggingface
     arn = hf.token.secrets_manager_arn if hf and hf.token else None
-    if arn and safety.secret_arn_is_complete(arn):
+    if arn and not safety.secret_arn_is_complete(arn):
         name = arn.rsplit(":secret:", 1)[-1]
         yield ConfigWarning(
-            "secretArnSuffixAssumed", "model.huggingface.token.secretsManagerArn",
-            f"'{name}' ends in '-' and six characters, so it is taken as the full ARN with Secrets Manager's random "
-            f"suffix and granted exactly. If '{name}' is the secret's whole name, give the full ARN (with its suffix) "
-            "or the token sync will be denied")
+            "secretArnPartial", "model.huggingface.token.secretsManagerArn",
+            f"a partial ARN: '{name}' has no Secrets Manager suffix (- and six characters), so the token reader is "
+            f"granted {name}-?????? (any secret of that name and a suffix); give the full ARN from the console or "
+            "`aws secretsmanager describe-secret` to grant exactly one secret")
 
 
-@config_rule
+@config_rule("apexDomain")
 def _apex_domain(config: HyperPodConfig) -> Iterator[ConfigWarning]:
     if config.domain is None:
         return
@@ -108,7 +108,7 @@ def _apex_domain(config: HyperPodConfig) -> Iterator[ConfigWarning]:
                 "shared with SPF and domain verification records; prefer a name below the apex")
 
 
-@endpoint_rule
+@endpoint_rule("shareAcrossNamespaces")
 def _shared_cache_root(endpoint: Endpoint, config: HyperPodConfig | None) -> Iterator[ConfigWarning]:
     cache = endpoint.weight_cache
     if cache.mode == "daemonset" and cache.share_across_namespaces:

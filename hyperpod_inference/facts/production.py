@@ -11,13 +11,15 @@ Patterns are anchored and escaped. Where the CRD's own pattern is looser, the on
 
 from __future__ import annotations
 
+import difflib
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from .operator import FIELDS_SINCE, OPERATOR_ADDON_VERSIONS, has_field
 from .operator import NEWER_ADDON_VERSIONS as NEWER_ADDON_VERSIONS  # re-exported: the release table's
 
-# --- enums --------------------------------------------------------------------------------------------------------
+# --- enums: the one home of each (config/production.py types its fields Literal[<tuple>]) -------------------------
 METRIC_TYPES = ("Value", "Average")  # autoScalingSpec.*Trigger*.metricType
 ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")  # intelligentRoutingSpec.routingStrategy
 ROUTING_ALGORITHMS = ("least_outstanding_requests", "round_robin")  # loadBalancer.routingAlgorithm
@@ -237,6 +239,85 @@ def _copy_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy_json(v) for v in value]
     return value
+
+
+# --- specOverrides per operator version --------------------------------------------------------------------------
+# The library models every spec field of the CRDs it validates (v3.2, v3.3): a test walks each version's CRD and
+# finds no field outside MODELLED_SPEC_PATHS. So a specOverrides path that is not a modelled one is in none of those
+# CRDs: it is a field of a later operator, or a mistake. The later operators' fields known today, by version, each
+# with its source (their CRD text is not published; the hyperpod-inference-operator chart's PRs in
+# aws/sagemaker-hyperpod-cli and the release notes name them):
+@dataclass(frozen=True)
+class LaterField:
+    name: str  # the field's name, as the source gives it
+    version: str  # the first operator version with it
+    source: str
+    path: str | None = None  # the spec path, when the source gives it (None: matched by name at any depth)
+
+
+LATER_FIELDS: tuple[LaterField, ...] = (
+    LaterField("metricsSidecarResources", "v3.4", "operator v3.4 release notes (add-on v1.5.0-eksbuild.1)"),
+    LaterField("metricsCollectorResources", "v3.4", "operator v3.4 release notes (add-on v1.5.0-eksbuild.1)"),
+    LaterField("s3UploaderResources", "v3.4", "operator v3.4 release notes (add-on v1.5.0-eksbuild.1)"),
+    # v3.5's weights-cache node-affinity field lies under modelCacheConfig.weightsCache, which the library writes
+    # (weightCache); its name is not published (chart 2.5.0, aws/sagemaker-hyperpod-cli PR #455).
+    LaterField("inferenceGateway", "v3.6", "chart 2.6.0, aws/sagemaker-hyperpod-cli PR #461", "inferenceGateway"),
+    LaterField("podTemplateAnnotations", "v3.6", "chart 2.6.0, aws/sagemaker-hyperpod-cli PR #461",
+               "kubernetes.podTemplateAnnotations"),
+    LaterField("tolerations", "v3.7", "chart 2.7.0, aws/sagemaker-hyperpod-cli PRs #464 and #466"),
+    # v3.7's LMCache mode (InProcess | MultiProcess) lies under kvCacheSpec, which the library models.
+)
+
+
+def later_field(path: Path) -> LaterField | None:
+    """The later operator's field a specOverrides path sets (the path is the field or lies inside it), or None."""
+    for f in LATER_FIELDS:
+        if f.path is not None:
+            parts = tuple(f.path.split("."))
+            if path[:len(parts)] == parts:
+                return f
+        elif f.name in path:
+            return f
+    return None
+
+
+def known_spec_fields(kind: str) -> list[str]:
+    """Every spec path a known operator version has for ``kind`` (what "did you mean" compares with)."""
+    later = [f.path or f.name for f in LATER_FIELDS]
+    return sorted({*MODELLED_SPEC_PATHS[kind], *later})
+
+
+def nearest_spec_field(path: Path, kind: str) -> str | None:
+    """The known spec field closest to a mistyped override path (``tolerationz`` -> ``tolerations``)."""
+    dotted_path = dotted(path)
+    fields = known_spec_fields(kind)
+    candidates = [*fields, *{f.rsplit(".", 1)[-1] for f in fields}]
+    for probe in (dotted_path, path[0], path[-1]):
+        match = difflib.get_close_matches(probe, candidates, n=1, cutoff=0.75)
+        if match:
+            return match[0]
+    return None
+
+
+def override_version_problems(patch: dict, kind: str, version: str) -> list[tuple[Path, str]]:
+    """Problems of a ``specOverrides`` patch's paths that the library does not write (see :func:`override_conflicts`
+    for those) against operator ``version``: a later operator's field names that version; anything else is in no
+    known version's CRD, with the nearest known field."""
+    written = {leaf for leaf, _ in override_conflicts(patch, kind)}
+    out: list[tuple[Path, str]] = []
+    for leaf in override_leaves(patch):
+        if leaf in written:
+            continue
+        later = later_field(leaf)
+        if later is not None:
+            out.append((leaf, f"spec.{dotted(leaf)} is not in operator {version}'s CRD: {later.name} comes with "
+                              f"operator {later.version} ({later.source}), which the library does not validate; set "
+                              "specOverridesUnchecked: true to merge it anyway"))
+            continue
+        guess = nearest_spec_field(leaf, kind)
+        hint = f"; did you mean {guess}?" if guess else ""
+        out.append((leaf, f"spec.{dotted(leaf)} is in no known operator version's {kind} CRD{hint}"))
+    return out
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -153,6 +153,10 @@ def valid_value(leaf: Leaf) -> list[Any]:
     s = leaf.schema
     if leaf.config_path[-1] == "operator":
         return ["In", "NotIn"]  # the others take other values (covered in test_production_config)
+    if leaf.config_path[0] == "probes" and leaf.config_path[-1] == "port":
+        return [8000]  # a probe must reach the port the server serves (the vLLM preset's; test_cluster_refusals)
+    if leaf.config_path[0] == "nodeAffinity" and leaf.config_path[-1] == "values":
+        return [["ml.g5.8xlarge"]]  # instance-type values must be known ml.* types (test_cluster_refusals)
     if "enum" in s:
         return list(s["enum"])
     if "const" in s:

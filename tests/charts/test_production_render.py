@@ -152,7 +152,7 @@ OVERRIDES = {
 def test_spec_overrides_merge_last_next_to_what_the_library_writes():
     # GIVEN overrides for fields newer operators have WHEN rendered THEN merged into spec, the rest untouched
     plain = build_custom_resource(endpoint(), WIRING)
-    cr = build_custom_resource(endpoint(specOverrides=OVERRIDES), WIRING)
+    cr = build_custom_resource(endpoint(specOverrides=OVERRIDES, specOverridesUnchecked=True), WIRING)
     assert cr["spec"]["tolerations"] == OVERRIDES["tolerations"]
     assert cr["spec"]["kubernetes"]["podTemplateAnnotations"] == {"team": "search"}
     assert {k: v for k, v in cr["spec"].items() if k not in OVERRIDES} == \
@@ -228,6 +228,7 @@ def test_a_whole_stack_with_production_fields_synthesizes_and_its_review_manifes
     data = copy.deepcopy(BASE)
     (ep,) = yaml.safe_load(block)["endpoints"]
     ep["specOverrides"] = {"tolerations": OVERRIDES["tolerations"]}
+    ep["specOverridesUnchecked"] = True  # tolerations come with operator v3.7; the config validates v3.3
     data["endpoints"].append(ep)
     synth = synth_config(data, tmp_path / "out")
     # THEN the review manifest carries the custom resource with the production fields and the override

@@ -13,7 +13,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from hyperpod_inference import ConfigError, Endpoint, HyperPodInference, parse_config
+from hyperpod_inference import ConfigError, Endpoint, HyperPodInference, HyperPodInferenceStack, parse_config
 from tests.k8s_validation import crd_errors, require_crds
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,7 +155,7 @@ def _files_config(**extra: Any) -> Any:
                                      "oidcProviderArn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
                                                         "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
                                      "eksClusterName": "my-hp-eks"},
-                         "manifests": {"delivery": "files"}, **extra}, cluster_object=True)
+                         "manifests": {"delivery": "files"}, **extra})
 
 
 def test_config_path_builds_the_same_custom_resources(user_app: dict[str, Any]) -> None:
@@ -174,7 +174,7 @@ def test_config_path_builds_the_same_custom_resources(user_app: dict[str, Any]) 
     local: dict[str, Any] = {"stack": stack, "app": app}
     exec(compile(setup, str(DOC), "exec"), local)  # noqa: S102 - the same resources, in the second stack
     inference = HyperPodInference(stack, "Inference", cluster=local["cluster"], config=parse_config(
-        data, cluster_object=True), capture_bucket=local["bucket"], capture_key=local["key"],
+        data), capture_bucket=local["bucket"], capture_key=local["key"],
         hosted_zone=local["zone"], certificate=local["certificate"])
     for name, added in ns["inference"].endpoints.items():
         assert stack.resolve(inference.endpoints[name].custom_resource) == ns["stack"].resolve(added.custom_resource)
@@ -208,23 +208,27 @@ def test_props_are_checked_with_the_rule_named() -> None:
         HyperPodInference(agnostic, "Inference", config=_files_config())
     other = cdk.Stack(app, "Other", env=cdk.Environment(account="111122223333", region="eu-west-1"))
     config = parse_config({**_files_config().model_dump(by_alias=True, exclude_none=True),
-                           "env": {"account": "111122223333", "region": "us-west-2"}}, cluster_object=True)
+                           "env": {"account": "111122223333", "region": "us-west-2"}})
     with pytest.raises(ValueError, match="differs from the enclosing stack"):
         HyperPodInference(other, "Inference", config=config)
     kubectl = cdk.Stack(app, "Kubectl", env=cdk.Environment(account="111122223333", region="us-west-2"))
     data = _files_config().model_dump(by_alias=True, exclude_none=True)
     data["manifests"] = {"delivery": "kubectl"}
     with pytest.raises(ValueError, match="cluster: required with manifests.delivery: kubectl"):
-        HyperPodInference(kubectl, "Inference", config=parse_config(data, cluster_object=True))
+        HyperPodInference(kubectl, "Inference", config=parse_config(data))
 
 
-def test_app_path_still_needs_the_whole_cluster_section() -> None:
-    # GIVEN a config without cluster fields WHEN validated for the app (no cluster object) THEN each is named
+def test_a_config_with_only_the_hyperpod_cluster_arn_loads_and_the_stack_names_what_it_needs() -> None:
+    # GIVEN a config whose cluster section has only hyperpodClusterArn and no env
+    config = parse_config({"apiVersion": "hyperpod-inference/v1", "cluster": {
+        "hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh"}})
+    # WHEN the app's stack (which imports the cluster by name) is built from it THEN refused, naming each field and
+    # how to proceed
     with pytest.raises(ConfigError) as err:
-        parse_config({"apiVersion": "hyperpod-inference/v1",
-                      "cluster": {"hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh"}})
+        HyperPodInferenceStack(cdk.App(), "Stack", config=config)
     assert {p for p, _ in err.value.problems} == {"env", "cluster.eksClusterName", "cluster.kubectlRoleArn",
                                                   "cluster.oidcProviderArn", "cluster.vpcId"}
+    assert all("pass cluster=" in m or "your own stack" in m for _, m in err.value.problems)
 
 
 def test_a_jumpstart_endpoint_added_later_brings_the_gated_role_trusting_exactly_its_namespace() -> None:
@@ -245,3 +249,105 @@ def test_a_jumpstart_endpoint_added_later_brings_the_gated_role_trusting_exactly
                  and r["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference")
     # (files delivery: the role has a known name, and the add-on its literal ARN)
     assert f"role/{role.node.default_child.role_name}" in json.dumps(addon["Properties"]["ConfigurationValues"])
+
+
+# --- cluster objects and props, in the user's words ---------------------------------------------------------------
+OIDC = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
+
+
+def _kubectl_config(**cluster: Any) -> Any:
+    return parse_config({"apiVersion": "hyperpod-inference/v1", "cluster": {
+        "hyperpodClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcd1234efgh", **cluster}})
+
+
+def _cluster(stack: cdk.Stack, *, layer: bool, oidc: str = OIDC) -> Any:
+    from aws_cdk import aws_eks as eks
+    from aws_cdk import aws_iam as iam
+    from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+
+    provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(stack, "Oidc", oidc)
+    return eks.Cluster.from_cluster_attributes(
+        stack, "Cluster", cluster_name="my-hp-eks", kubectl_role_arn="arn:aws:iam::111122223333:role/hp-eks-admin",
+        open_id_connect_provider=provider, kubectl_layer=KubectlV33Layer(stack, "Layer") if layer else None)
+
+
+def _stack(name: str) -> cdk.Stack:
+    return cdk.Stack(cdk.App(), name, env=cdk.Environment(account="111122223333", region="us-west-2"))
+
+
+def test_a_cluster_object_without_a_kubectl_layer_is_refused() -> None:
+    # GIVEN an imported cluster without kubectl_layer WHEN the construct applies manifests through it THEN refused
+    stack = _stack("NoLayer")
+    with pytest.raises(ValueError, match="has no kubectl_layer"):
+        HyperPodInference(stack, "Inference", config=_kubectl_config(), cluster=_cluster(stack, layer=False))
+
+
+def test_a_config_oidc_provider_that_contradicts_the_cluster_objects_is_refused_naming_both() -> None:
+    stack = _stack("Oidc")
+    other = OIDC.replace("EXAMPLED539D4633E53DE1B71EXAMPLE", "0THER0000000000000000000000000000")
+    with pytest.raises(ValueError) as err:
+        HyperPodInference(stack, "Inference", config=_kubectl_config(oidcProviderArn=other),
+                          cluster=_cluster(stack, layer=True))
+    assert OIDC in str(err.value) and other in str(err.value)
+
+
+def test_a_prop_given_beside_its_config_key_names_both() -> None:
+    from aws_cdk import aws_s3 as s3
+
+    stack = _stack("Props")
+    config = parse_config({**_files_config().model_dump(by_alias=True, exclude_none=True),
+                           "capture": {"bucketName": "my-capture-bucket"}})
+    with pytest.raises(ValueError, match=r"capture_bucket: given, and the config sets capture\.bucketName too"):
+        HyperPodInference(stack, "Inference", config=config,
+                          capture_bucket=s3.Bucket.from_bucket_name(stack, "B", "other-bucket"))
+
+
+def test_add_endpoint_takes_a_mapping_and_names_problems_by_their_path() -> None:
+    stack = _stack("Mapping")
+    inference = HyperPodInference(stack, "Inference", config=_files_config())
+    ep = {"name": "a", "namespace": "inference", "instanceType": "ml.g5.8xlarge",
+          "model": {"s3": {"bucket": "my-models", "prefix": "a/"}}}
+    # WHEN a mapping with a typo comes THEN a ConfigError at the endpoint's own path, with "did you mean"
+    with pytest.raises(ConfigError) as err:
+        inference.add_endpoint({**ep, "autoscalingSpec": {}})
+    assert dict(err.value.problems)["autoscalingSpec"] == "unknown key; did you mean autoScalingSpec?"
+    # WHEN the mapping is valid THEN it is added like an Endpoint
+    added = inference.add_endpoint(ep)
+    assert added.endpoint.name == "a" and list(inference.endpoints) == ["inference-a"]
+
+
+def test_kubernetes_version_selects_the_kubectl_layer_and_an_absent_one_names_the_pip_command() -> None:
+    from hyperpod_inference.stack import kubectl_layer, kubectl_layer_for
+
+    assert kubectl_layer_for(None).minor == 33 and kubectl_layer_for("1.36").minor == 36
+    stack = _stack("Layer")
+    assert type(kubectl_layer(stack, "1.33")).__name__ == "KubectlV33Layer"
+    import importlib.util
+
+    if importlib.util.find_spec("aws_cdk.lambda_layer_kubectl_v36") is not None:
+        pytest.skip("the v36 layer (an extra) is installed here")
+    with pytest.raises(ConfigError) as err:
+        kubectl_layer(stack, "1.36")
+    (path, message), = err.value.problems
+    assert path == "cluster.kubernetesVersion"
+    assert "pip install 'hyperpod-inference-cdk[kubectl-v36]'" in message
+
+
+def test_an_acknowledged_warning_is_shown_with_its_reason_instead_of_the_warning() -> None:
+    from aws_cdk.assertions import Annotations
+
+    # GIVEN an unpinned Hugging Face endpoint acknowledged in the config, and a second one not acknowledged
+    stack = _stack("Acks")
+    config = parse_config({**_files_config().model_dump(by_alias=True, exclude_none=True), "acknowledgeWarnings": [
+        {"id": "unpinned", "endpoint": "inference/a", "reason": "staging follows main"}]})
+    inference = HyperPodInference(stack, "Inference", config=config)
+    for name in ("a", "b"):
+        inference.add_endpoint({"name": name, "namespace": "inference", "instanceType": "ml.g5.8xlarge",
+                                "model": {"huggingface": {"modelId": "Qwen/Qwen2.5-7B-Instruct"}}})
+    # WHEN synthesized THEN a's warning is information carrying the reason, b's stays a warning
+    notes = Annotations.from_stack(stack)
+    infos = [m.entry.data for m in notes.find_info("*", Match.string_like_regexp("acknowledged"))]
+    warnings = [m.entry.data for m in notes.find_warning("*", Match.string_like_regexp("no commitSHA"))]
+    assert any("(staging follows main)" in str(i) and "inference/a" in str(i) for i in infos), infos
+    assert [w for w in warnings if "inference/a" in str(w)] == []
+    assert [w for w in warnings if "inference/b" in str(w)]

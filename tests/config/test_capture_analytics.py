@@ -41,7 +41,7 @@ def test_the_object_form_takes_the_limits():
 @pytest.mark.parametrize("analytics, path, words", [
     ({"bytesScannedCutoffMB": 9}, "capture.analytics.bytesScannedCutoffMB", "greater than or equal to 10"),
     ({"resultsRetentionDays": 0}, "capture.analytics.resultsRetentionDays", "greater than or equal to 1"),
-    ({"bytesScannedCutoffMb": 100}, "capture.analytics.bytesScannedCutoffMb", "Extra inputs"),
+    ({"bytesScannedCutoffMb": 100}, "capture.analytics.bytesScannedCutoffMb", "did you mean bytesScannedCutoffMB?"),
     ("yes", "capture.analytics", "valid dictionary"),
 ])
 def test_bad_analytics_settings_name_the_field(analytics, path, words):

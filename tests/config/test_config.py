@@ -59,12 +59,12 @@ def test_python_attributes_are_snake_case_and_yaml_keys_camel_case():
     snake = with_changes((("endpoints", 0, "sagemaker_endpoint_name"), "x"))
     with pytest.raises(ConfigError) as err:
         parse_config(snake)
-    assert "endpoints[0].sagemaker_endpoint_name: Extra inputs are not permitted" in str(err.value)
+    assert "endpoints[0].sagemaker_endpoint_name: unknown key; did you mean sagemakerEndpointName?" in str(err.value)
 
 
 # (id, config, expected path, expected words in the message)
 INVALID = [
-    ("unknown-top-level-key", with_changes((("colour",), "blue")), "colour", "Extra inputs"),
+    ("unknown-top-level-key", with_changes((("colour",), "blue")), "colour", "unknown key"),
     ("wrong-api-version", with_changes((("apiVersion",), "v2")), "apiVersion", "hyperpod-inference/v1"),
     ("account-not-12-digits", with_changes((("env", "account"), "1234")), "env.account", "12-digit"),
     ("bad-region", with_changes((("env", "region"), "mars-1")), "env.region", "AWS region"),

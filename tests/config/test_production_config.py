@@ -120,7 +120,7 @@ INVALID = [
                                       resources={"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 1}}),
      "endpoints[0].resources.requests", "nvidia.com/gpu does not exist on ml.trn1.32xlarge"),
     ("unknown-instance-type", config(instanceType="ml.m5.xlarge"), "endpoints[0].resources.gpus",
-     "ml.m5.xlarge is not in the instance table"),
+     "ml.m5.xlarge has no accelerator facts"),
     ("candidates-disagree", config(instanceType=None, instanceTypes=["ml.p4d.24xlarge", "ml.g5.12xlarge"]),
      "endpoints[0].resources.gpus", "do not all agree"),
     ("affinity-without-instance-types", config(instanceType=None, nodeAffinity={
@@ -154,7 +154,7 @@ INVALID = [
      "endpoints[0].nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0]",
      "it is node.kubernetes.io/instance-type"),
     ("initial-replica-count-not-offered", config(InitialReplicaCount=2), "endpoints[0].InitialReplicaCount",
-     "Extra inputs"),
+     "unknown key"),
 ]
 
 
@@ -238,8 +238,8 @@ WARNINGS = [
     ("deployTimeBeyondVerify", config(maxDeployTimeInSeconds=7200), "maxDeployTimeInSeconds"),
     ("weightCacheWithoutNvme", config(instanceType="ml.m5.xlarge", resources={"gpus": 0}, model=s3(),
                                       weightCache={"mode": "daemonset"}), "weightCache.mode"),
-    ("specOverrides", config(specOverrides={"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}),
-     "specOverrides"),
+    ("specOverridesUnchecked", config(specOverrides={"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
+                                      specOverridesUnchecked=True), "specOverridesUnchecked"),
 ]
 
 
@@ -268,8 +268,9 @@ def test_a_model_version_without_endpoint_name_warns_too():
 
 def test_the_spec_overrides_warning_lists_the_paths():
     ep = parse_config(config(specOverrides={"inferenceGateway": {"enabled": True},
-                                            "kubernetes": {"podTemplateAnnotations": {"a": "b"}}})).endpoints[0]
-    (warning,) = [w for w in endpoint_warnings(ep) if w.id == "specOverrides"]
+                                            "kubernetes": {"podTemplateAnnotations": {"a": "b"}}},
+                             specOverridesUnchecked=True)).endpoints[0]
+    (warning,) = [w for w in endpoint_warnings(ep) if w.id == "specOverridesUnchecked"]
     assert "spec.inferenceGateway.enabled" in warning.message
     assert "spec.kubernetes.podTemplateAnnotations.a" in warning.message
 
@@ -334,6 +335,7 @@ def test_a_newer_addon_version_is_pinnable_with_a_warning(version, words):
 
 def test_override_keys_with_dots_are_kept_whole():
     # GIVEN an annotation key holding dots and a slash WHEN checked THEN it is one path segment, not a modelled path
-    ep = parse_config(config(specOverrides={"kubernetes": {"podTemplateAnnotations": {"example.com/volumes": "x"}}}))
-    (warning,) = [w for w in endpoint_warnings(ep.endpoints[0]) if w.id == "specOverrides"]
+    ep = parse_config(config(specOverrides={"kubernetes": {"podTemplateAnnotations": {"example.com/volumes": "x"}}},
+                             specOverridesUnchecked=True))
+    (warning,) = [w for w in endpoint_warnings(ep.endpoints[0]) if w.id == "specOverridesUnchecked"]
     assert "spec.kubernetes.podTemplateAnnotations.example.com/volumes" in warning.message

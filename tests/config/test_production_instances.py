@@ -43,3 +43,20 @@ def test_candidates_agree_only_on_the_same_kind_and_count():
     assert agreed_facts(["ml.g5.8xlarge", "ml.g6.4xlarge"]).count == 1
     assert agreed_facts(["ml.p4d.24xlarge", "ml.g5.12xlarge"]) is None
     assert agreed_facts(["ml.g5.8xlarge", "ml.m5.xlarge"]) is None
+
+
+def test_every_cluster_instance_type_is_known_and_nothing_else():
+    # GIVEN the SageMaker enum WHEN compared with the library's known types THEN they are the same set: a type the
+    # enum lacks is a typo, one the library lacks would be refused although a cluster can run it
+    from hyperpod_inference.facts.instances import KNOWN_TYPES, OTHER_TYPES
+
+    enum = cluster_instance_types()
+    assert KNOWN_TYPES == enum, (sorted(enum - KNOWN_TYPES), sorted(KNOWN_TYPES - enum))
+    assert not OTHER_TYPES & set(INSTANCES)
+
+
+def test_the_smallest_candidate_has_the_least_of_each():
+    from hyperpod_inference.facts.instances import smallest
+
+    small = smallest(["ml.g5.24xlarge", "ml.g6e.12xlarge"])
+    assert (small.count, small.vcpus, small.memory_gib) == (4, 48, 384)

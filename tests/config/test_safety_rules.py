@@ -192,15 +192,16 @@ def test_a_name_below_the_apex_is_not_warned():
     assert "apexDomain" not in [w.id for w in config_warnings(parse_config(DEFAULT))]
 
 
-@pytest.mark.parametrize("name, warned", [("hf-token-AbCdEf", True), ("hf-token", False), ("hf/token", False)])
-def test_a_secret_arn_that_looks_complete_is_warned_as_assumed(name, warned):
+@pytest.mark.parametrize("name, warned", [("hf-token-AbCdEf", False), ("hf-token", True), ("hf/token", True)])
+def test_only_a_partial_secret_arn_is_warned(name, warned):
     # GIVEN a token synced from Secrets Manager, by an ARN that does or does not end in -XXXXXX
     arn = f"arn:aws:secretsmanager:us-west-2:111122223333:secret:{name}"
     hf = copy.deepcopy(DEFAULT["endpoints"][0]["model"]["huggingface"]) | {"token": {"secretsManagerArn": arn}}
     endpoint = parse_config(config_with(model={"huggingface": hf})).endpoints[0]
-    # THEN only the complete-looking ARN is warned (it is granted exactly; a partial ARN gets -??????)
+    # THEN a complete ARN (the console's, with its suffix) is granted exactly and not warned; only a partial one,
+    # granted with -??????, is
     ids = [w.id for w in endpoint_warnings(endpoint)]
-    assert ("secretArnSuffixAssumed" in ids) is warned
+    assert ("secretArnPartial" in ids) is warned
 
 
 # --- item 13: verify.payload ------------------------------------------------------------------------------------

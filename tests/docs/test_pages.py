@@ -89,11 +89,11 @@ def test_inventory_counts_retained_resources_from_the_template(tmp_path: Path) -
 
 
 def supported_kubernetes_versions() -> list[str]:
-    """The kubectl layer's Kubernetes minor (aws-cdk.lambda-layer-kubectl-vNN) and one either side (kubectl's skew
-    policy)."""
-    stack_source = (REPO / "hyperpod_inference" / "stack.py").read_text()
-    minor = int(re.search(r"lambda_layer_kubectl_v1?(\d+)", stack_source).group(1))  # type: ignore[union-attr]
-    return [f"1.{minor + d}" for d in (-1, 0, 1)]
+    """The default kubectl layer's Kubernetes minor (aws-cdk.lambda-layer-kubectl-vNN, the one the app uses without
+    cluster.kubernetesVersion) and one either side (kubectl's skew policy)."""
+    from hyperpod_inference.facts.kubectl import DEFAULT_LAYER
+
+    return list(DEFAULT_LAYER.serves)
 
 
 def test_quickstart_names_the_versions_the_kubectl_layer_supports() -> None:

@@ -218,9 +218,10 @@ def test_outputs_tell_the_next_command(synth):
 
 def test_warnings_for_unwise_but_allowed_settings(synth):
     warnings = "\n".join(synth.warnings())
-    assert "research/mistral-tgi: no commitSHA" in warnings
-    assert "research/mistral-tgi: with prefetch: false the operator also gives the Hugging Face token" in warnings
-    assert "research/llama-s3: modelPod capture samples 100%" in warnings
+    assert "research/mistral-tgi: model.huggingface.commitSHA: no commitSHA" in warnings
+    assert "research/mistral-tgi: model.huggingface.prefetch: with prefetch: false the operator also gives the " \
+        "Hugging Face token" in warnings
+    assert "research/llama-s3: dataCapture.modelPod: modelPod capture samples 100%" in warnings
     assert "inference/qwen-chat: modelPod capture" not in warnings  # 5% with a cap
 
 
