@@ -1,5 +1,7 @@
 """``python -m hyperpod_inference schema [-o FILE]`` prints (or writes) the JSON Schema of the config file;
-``python -m hyperpod_inference validate FILE`` checks a config without synthesizing."""
+``python -m hyperpod_inference validate FILE`` checks a config without synthesizing;
+``python -m hyperpod_inference init --hyperpod-cluster NAME`` writes a starter config from a real cluster and
+``python -m hyperpod_inference doctor -c FILE`` checks the account and the cluster (both read-only)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     schema.add_argument("-o", "--output", help="write it to this file instead (e.g. hyperpod.schema.json)")
     check = sub.add_parser("validate", help="validate a config file and report every problem")
     check.add_argument("file")
+    from .ops.cli import add_parsers, run_doctor, run_init
+
+    add_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command in ("init", "doctor"):
+        return run_init(args) if args.command == "init" else run_doctor(args)
     from .config import ConfigError, config_json_schema, load_config
 
     if args.command == "schema":
