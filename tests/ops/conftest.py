@@ -71,6 +71,15 @@ def new_session(**kwargs: Any) -> boto3.Session:
                          region_name=REGION, **kwargs)
 
 
+#: The set-up clients, shared by the tests of a session (one server, reset before each test).
+_SETUP_CLIENTS: dict[tuple[str, str, str], Any] = {}
+
+
+@functools.cache
+def _setup_session() -> boto3.Session:
+    return new_session()
+
+
 def validated(session: boto3.Session, service: str, operation: str, response: dict) -> dict:
     """``response`` checked against the operation's output shape in botocore's service model (what Stubber does)."""
     model = session._session.get_service_model(service).operation_model(operation)  # noqa: SLF001
@@ -141,18 +150,14 @@ class Account:
     foreign_buckets: set[str] = field(default_factory=set)
     calls: list[tuple[str, str, str]] = field(default_factory=list)  # (event, service, operation)
     ids: dict[str, str] = field(default_factory=dict)
-    _setup_clients: dict[tuple[str, str], Any] = field(default_factory=dict)
-    _setup_session: Any = None
 
     def client(self, service: str, account: str = ACCOUNT) -> Any:
         """A client for setting the account up (not recorded, not patched)."""
-        key = (service, account)
-        if key in self._setup_clients:
-            return self._setup_clients[key]
-        if not self._setup_clients:
-            self._setup_session = new_session()
-        client = self._setup_session.client(service, endpoint_url=self.url)
-        self._setup_clients[key] = client
+        key = (self.url, service, account)
+        if key in _SETUP_CLIENTS:
+            return _SETUP_CLIENTS[key]
+        client = _setup_session().client(service, endpoint_url=self.url)
+        _SETUP_CLIENTS[key] = client
         if account != ACCOUNT:
             client.meta.events.register("before-sign", lambda request, **_: request.headers.__setitem__(
                 "x-moto-account-id", account))
