@@ -33,7 +33,7 @@ def _shell_lines(text: str) -> list[str]:
 
 def module_commands() -> list[tuple[str, str]]:
     return [(p.name, m.group(1)) for p in PAGES for line in _shell_lines(p.read_text())
-            if (m := MODULE.match(line))]
+            if (m := MODULE.match(line)) and not c._placeholder(m.group(1).split()[0])]  # "… -m hyperpod_inference …"
 
 
 def check_module_command(args: str) -> list[str]:
