@@ -40,6 +40,7 @@ class Discovered:
     groups: list[tuple[str, str, int]] = field(default_factory=list)  # (name, instance type, count)
     dependencies_present: list[str] = field(default_factory=list)
     operator_addon: str | None = None
+    addons_note: str | None = None  # why the add-ons could not be listed
 
 
 def _need(value: object, problem: str) -> None:
@@ -79,7 +80,11 @@ def _discover(aws: Aws, name: str, role_arn: str | None) -> Discovered:
     source = "given with --kubectl-role-arn"
     if role_arn is None:
         role_arn, source = _admin_role(aws, eks_name, eks)
-    addons = set(aws.pages("eks", "ListAddons", "addons", clusterName=eks_name))
+    try:
+        addons = set(aws.pages("eks", "ListAddons", "addons", clusterName=eks_name))
+        addons_note = None
+    except Skip as skip:  # the config is still useful: doctor checks the add-ons
+        addons, addons_note = set(), skip.reason
     return Discovered(
         region=region, account=hp["ClusterArn"].split(":")[4], hyperpod_name=hp.get("ClusterName", name),
         hyperpod_arn=hp["ClusterArn"], eks_name=eks_name, eks_version=str(eks.get("version")), issuer=issuer,
@@ -88,7 +93,8 @@ def _discover(aws: Aws, name: str, role_arn: str | None) -> Discovered:
         groups=[(g.get("InstanceGroupName", ""), g.get("InstanceType", ""),
                  int(g.get("CurrentCount", g.get("TargetCount", 0)) or 0)) for g in hp.get("InstanceGroups") or []],
         dependencies_present=sorted(addons & set(operator_facts.DEPENDENCY_ADDON_VERSIONS)),
-        operator_addon=operator_facts.OPERATOR_ADDON_NAME if operator_facts.OPERATOR_ADDON_NAME in addons else None)
+        operator_addon=operator_facts.OPERATOR_ADDON_NAME if operator_facts.OPERATOR_ADDON_NAME in addons else None,
+        addons_note=addons_note)
 
 
 def _admin_role(aws: Aws, eks_name: str, eks: dict) -> tuple[str, str]:
@@ -100,7 +106,12 @@ def _admin_role(aws: Aws, eks_name: str, eks: dict) -> tuple[str, str]:
     if mode == "CONFIG_MAP":
         raise InitError(f"the EKS cluster {eks_name} uses only the aws-auth ConfigMap: give the role mapped to "
                         "system:masters with --kubectl-role-arn")
-    for principal in aws.pages("eks", "ListAccessEntries", "accessEntries", clusterName=eks_name):
+    try:
+        principals = list(aws.pages("eks", "ListAccessEntries", "accessEntries", clusterName=eks_name))
+    except Skip as skip:
+        raise InitError(f"the access entries of {eks_name} cannot be listed ({skip.reason}): give the cluster-admin "
+                        "role with --kubectl-role-arn") from None
+    for principal in principals:
         if ":role/" not in principal:
             continue
         policies = aws.call("eks", "ListAssociatedAccessPolicies", clusterName=eks_name, principalArn=principal,
@@ -154,9 +165,15 @@ def render(found: Discovered) -> str:
                   "  install: addon"]
     else:
         lines.append("  install: addon  # the operator add-on is not installed yet")
-    lines.append(f"  dependencies: {deps}  # "
-                 + (f"installed already: {', '.join(found.dependencies_present)}" if found.dependencies_present else
-                    "none of " + ", ".join(operator_facts.DEPENDENCY_ADDON_VERSIONS) + " is installed"))
+    missing = [d for d in operator_facts.DEPENDENCY_ADDON_VERSIONS if d not in found.dependencies_present]
+    if found.addons_note:
+        note = f"the add-ons could not be listed ({found.addons_note}): check with make doctor"
+    elif not found.dependencies_present:
+        note = "none of " + ", ".join(missing) + " is installed"
+    else:
+        note = f"installed already: {', '.join(found.dependencies_present)}" + (
+            f"; install {', '.join(missing)} too (doctor names the versions)" if missing else "")
+    lines.append(f"  dependencies: {deps}  # {note}")
     lines += ["namespaces: [inference]  # created and owned by the stack (it must not exist yet)",
               "endpoints: []  # uncomment one below (and remove the []) per model",
               "# endpoints:"]

@@ -108,3 +108,18 @@ def test_the_config_init_writes_synthesizes(account, tmp_path):  # the one synth
     rule = result.template["Rules"]["CheckBootstrapVersion"]["Assertions"][0]["Assert"]
     refused = rule["Fn::Not"][0]["Fn::Contains"][0]
     assert refused == [str(v) for v in range(1, doctor.MIN_BOOTSTRAP_VERSION)]
+
+
+def test_add_ons_that_cannot_be_listed_leave_a_note_not_an_error(account):
+    # GIVEN EKS refusing ListAddons to the caller
+    from botocore.awsrequest import AWSResponse
+
+    session = account.session()
+    session.events.register("before-call.eks.ListAddons", lambda **_: (AWSResponse(None, 403, {}, None), {
+        "Error": {"Code": "AccessDeniedException", "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": 403}}))
+    account.session = lambda: session  # type: ignore[method-assign]
+    # WHEN init runs / THEN it still writes a valid config, and says the add-ons are for doctor to check
+    status, path = run_init(account)
+    assert status == 0
+    load_config(path)
+    assert "the add-ons could not be listed (the caller may not call eks:ListAddons" in path.read_text()
