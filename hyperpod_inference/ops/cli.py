@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-import boto3
+if TYPE_CHECKING:  # boto3 loads only when init or doctor runs, not for schema or validate
+    import boto3
 
 DEFAULT_OUTPUT = "hyperpod.local.yaml"
 
