@@ -1,5 +1,8 @@
 # make synth: venv + CDK CLI + synth of the default hyperpod.yaml (no AWS account needed)
 # make test:  venv + CDK CLI + the whole test suite
+# make init HYPERPOD_CLUSTER=<name> [REGION=...] [INIT_OUTPUT=my-cluster.yaml]: a starter config from a real cluster
+# make doctor CONFIG=<file>: read-only checks of the account and the cluster; make bootstrap / deploy / destroy
+#   CONFIG=<file>: the CDK CLI with the venv's Python and the pinned Node.js, from any shell
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -17,8 +20,13 @@ export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 CONFIG ?= hyperpod.yaml
 OUT ?= cdk.out
 PYTEST_ARGS ?=
+HYPERPOD_CLUSTER ?=
+REGION ?=
+INIT_OUTPUT ?= my-cluster.yaml
+DOCTOR_ARGS ?=
+OUTPUTS_FILE ?= outputs.json
 
-.PHONY: synth test lint deps clean schema bench diagram
+.PHONY: synth test lint deps clean schema bench diagram init doctor bootstrap deploy destroy
 deps: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP)
 
 $(STAMP): pyproject.toml
@@ -44,6 +52,23 @@ synth: $(STAMP) $(NPM_STAMP)
 	rm -rf $(OUT)
 	$(CDK) synth --no-notices -q -o $(OUT) -c config=$(CONFIG)
 	@echo "template: $$(ls $(OUT)/*.template.json)"; echo "manifests: $$(ls $(OUT)/manifests/)"
+
+init: $(STAMP)
+	@test -n "$(HYPERPOD_CLUSTER)" || { echo "usage: make init HYPERPOD_CLUSTER=<name or ARN> [REGION=us-west-2] [INIT_OUTPUT=my-cluster.yaml]" >&2; exit 2; }
+	$(BIN)/python -m hyperpod_inference init --hyperpod-cluster $(HYPERPOD_CLUSTER) $(if $(REGION),--region $(REGION)) -o $(INIT_OUTPUT)
+
+doctor: $(STAMP)
+	$(BIN)/python -m hyperpod_inference doctor -c $(CONFIG) $(DOCTOR_ARGS)
+
+# cdk bootstrap of the account and Region of the config's env
+bootstrap: $(STAMP) $(NPM_STAMP)
+	$(CDK) bootstrap --no-notices -c config=$(CONFIG)
+
+deploy: $(STAMP) $(NPM_STAMP)
+	$(CDK) deploy --no-notices -c config=$(CONFIG) --outputs-file $(OUTPUTS_FILE)
+
+destroy: $(STAMP) $(NPM_STAMP)
+	$(CDK) destroy --no-notices -c config=$(CONFIG)
 
 test: deps
 	$(BIN)/ruff check hyperpod_inference tests benchmarks tools

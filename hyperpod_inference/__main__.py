@@ -1,6 +1,8 @@
 """``python -m hyperpod_inference schema [-o FILE]`` prints (or writes) the JSON Schema of the config file;
 ``python -m hyperpod_inference validate FILE [--strict]`` checks a config without synthesizing: every problem, then
-every warning (acknowledged ones with their reason); ``--strict`` fails on an unacknowledged warning."""
+every warning (acknowledged ones with their reason); ``--strict`` fails on an unacknowledged warning;
+``python -m hyperpod_inference init --hyperpod-cluster NAME`` writes a starter config from a real cluster and
+``python -m hyperpod_inference doctor -c FILE`` checks the account and the cluster (both read-only)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("file")
     check.add_argument("--strict", action="store_true",
                        help="fail (exit 1) on a warning the config does not acknowledge (acknowledgeWarnings)")
+    from .ops.cli import add_parsers, run_doctor, run_init
+
+    add_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command in ("init", "doctor"):
+        return run_init(args) if args.command == "init" else run_doctor(args)
     from .config import ConfigError, config_json_schema, load_config
 
     if args.command == "schema":

@@ -10,6 +10,7 @@ against the table:
 | config/ | facts/ |
 | constructs/ | facts/, config/ |
 | charts/ | facts/, config/, nvme_agent/ |
+| ops/ (init.py, doctor.py, aws.py, kube.py, cli.py) | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
 | composition (inference.py, stack.py, app.py, manifests.py, __init__.py, __main__.py, any other top-level module) | all |
 | nvme_agent/, lambda/ | nothing of the package |
 """
@@ -26,7 +27,7 @@ import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "hyperpod_inference"
 
-PARTS = ("facts", "config", "constructs", "charts", "nvme_agent", "lambda")
+PARTS = ("facts", "config", "constructs", "charts", "nvme_agent", "lambda", "ops")
 COMPOSITION = "composition"
 ALLOWED: dict[str, set[str]] = {
     "facts": set(),
@@ -35,9 +36,14 @@ ALLOWED: dict[str, set[str]] = {
     "charts": {"facts", "config", "nvme_agent"},
     "nvme_agent": set(),
     "lambda": set(),
+    "ops": {"facts", "config"},
     COMPOSITION: {*PARTS, COMPOSITION},
 }
 STDLIB_ONLY = {"facts"}
+#: Third-party libraries a part never imports (``ops`` calls AWS with boto3 and never starts jsii).
+NEVER_IMPORTS: dict[str, set[str]] = {"ops": {"aws_cdk", "jsii", "constructs", "cdk8s", "cdk8s_plus_28"}}
+#: The modules of the parts that name them (a new module must be added here).
+MODULES: dict[str, set[str]] = {"ops": {"__init__", "aws", "cli", "doctor", "init", "kube"}}
 _IMPORT_FUNCTIONS = {"import_module", "__import__"}
 
 
@@ -123,6 +129,8 @@ def violations(package_dir: Path) -> list[str]:
                 top = arrow.target.split(".")[0]
                 if part in STDLIB_ONLY and top and top not in stdlib:
                     problems.append(f"{where} -> {arrow.target} (not the standard library)")
+                if top in NEVER_IMPORTS.get(part, set()):
+                    problems.append(f"{where} -> {arrow.target} (never imported by {part})")
             elif target_part != part and target_part not in ALLOWED[part]:
                 problems.append(f"{where} -> {arrow.target} ({target_part})")
     return sorted(set(problems))
@@ -140,6 +148,27 @@ def test_the_contract_covers_every_part_of_the_package():
     # GIVEN the package's folders / THEN each one is a part of the table (a new folder must be placed in it)
     folders = {p.name for p in PACKAGE_DIR.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
     assert folders == set(PARTS)
+
+
+def test_the_parts_that_name_their_modules_hold_exactly_those():
+    # GIVEN the table's module lists / THEN each such part holds exactly the modules it names
+    for part, modules in MODULES.items():
+        assert {p.stem for p in (PACKAGE_DIR / part).glob("*.py")} == modules
+
+
+def test_ops_never_loads_aws_cdk_or_jsii():
+    # GIVEN a fresh interpreter / WHEN every ops module is imported and the CLI parser is built
+    import subprocess
+
+    code = ("import sys, argparse\n"
+            "from hyperpod_inference.ops import aws, cli, doctor, init, kube\n"
+            "p = argparse.ArgumentParser(); cli.add_parsers(p.add_subparsers())\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs', 'cdk8s'))\n"
+            "print(bad)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=PACKAGE_DIR.parent, check=True)
+    # THEN none of aws_cdk, jsii, constructs or cdk8s was loaded
+    assert done.stdout.strip() == "[]"
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -181,6 +210,9 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     ({"facts/rules.py": "import pydantic\n"}, "pkg/facts/rules.py:1: facts -> pydantic (not the standard library)"),
     ({"facts/rules.py": "def f():\n    from aws_cdk import Token\n"},
      "pkg/facts/rules.py:2: facts -> aws_cdk (not the standard library)"),
+    # ops: facts and config only, and never the CDK
+    ({"ops/doctor.py": "from ..constructs import domain\n"}, "pkg/ops/doctor.py:1: ops -> pkg.constructs (constructs)"),
+    ({"ops/doctor.py": "def f():\n    import aws_cdk\n"}, "pkg/ops/doctor.py:2: ops -> aws_cdk (never imported by ops)"),
 ])
 def test_the_checker_catches_each_kind_of_import(tmp_path, files, expected):
     # GIVEN a small package with one forbidden import of one kind
@@ -199,6 +231,7 @@ def test_the_checker_allows_every_arrow_the_table_allows(tmp_path):
                                   "import importlib\nimportlib.import_module('pkg.facts.rules')\n",
         "charts/endpoint.py": "def f():\n    from ..nvme_agent import cli\n    from pkg.config import models\n",
         "nvme_agent/cli.py": "from . import spec\nimport boto3\n",
+        "ops/doctor.py": "import boto3\nfrom ..config import models\nfrom ..facts import naming\n",
         "stack.py": "from .charts import endpoint\nfrom .constructs import operator\nfrom . import app\n",
         "app.py": "from .stack import X\n",
     })

@@ -79,6 +79,9 @@ AWS_PAGINATION = {"--max-items", "--starting-token", "--page-size"}
 AWS_S3_HIGH_LEVEL = {"ls", "cp", "mv", "rm", "sync", "mb", "rb", "presign", "website"}
 #: CLI service names that differ from botocore's.
 AWS_SERVICE_ALIASES = {"s3api": "s3"}
+#: Commands the AWS CLI adds to a service (no operation of its botocore model), with their parameters.
+AWS_CLI_COMMANDS = {("eks", "update-kubeconfig"): {"name", "region", "alias", "role-arn", "kubeconfig", "dry-run",
+                                                   "verbose", "user-alias"}}
 
 
 @functools.cache
@@ -116,6 +119,10 @@ def check_aws(argv: list[str]) -> list[str]:
     if len(rest) < 2:
         return [f"aws {rest[0]}: no operation given"]
     ops = {xform_name(op, "-"): op for op in model.operation_names}
+    if (rest[0], rest[1]) in AWS_CLI_COMMANDS:
+        known = AWS_CLI_COMMANDS[(rest[0], rest[1])]
+        return [f"aws {rest[0]} {rest[1]}: no parameter {t}" for t in rest[2:]
+                if t.startswith("--") and t[2:].split("=", 1)[0] not in known]
     if rest[1] not in ops:
         return [f"aws {rest[0]} {rest[1]}: no such operation"]
     op = model.operation_model(ops[rest[1]])

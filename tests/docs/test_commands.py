@@ -82,7 +82,8 @@ def test_kubectl_check_refuses_an_unknown_kind_or_status_field() -> None:
 
 @pytest.mark.e2e
 def test_make_and_cdk_checks_refuse_unknown_targets_and_flags() -> None:
-    assert c.check_make(["make", "deploy"]) == ["make deploy: no such target"]
+    assert c.check_make(["make", "launch"]) == ["make launch: no such target"]
+    assert c.check_make(["make", "deploy"]) == []
     assert c.check_cdk(["npx", "cdk", "deploy", "--no-such-flag"]) == ["cdk deploy: no flag --no-such-flag"]
 
 

@@ -1,5 +1,6 @@
 """A fake Kubernetes API on 127.0.0.1 for the agent's ``gc``: namespaced lists (paged by ``limit`` / ``continue``) of
-the kinds ``gc`` reads and ``DELETE`` of ConfigMaps with a uid precondition. It ignores ``labelSelector`` (the agent
+the kinds ``gc`` reads and ``DELETE`` of ConfigMaps with a uid precondition, and ``GET`` of any other path set in
+``static`` (cluster-scoped objects for the doctor's checks). It ignores ``labelSelector`` (the agent
 checks the labels itself) but records every request."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class FakeKube:
         self.vanish: set[str] = set()  # ConfigMaps another run deletes just before this one's DELETE (-> 404)
         self.on_list: Callable[[str, int], None] | None = None  # (resource, how many lists of it so far)
         self.fail_once: set[str] = set()  # resources whose next list answers 500
+        self.static: dict[str, dict] = {}  # any other path -> the object a GET of it answers (e.g. cluster-scoped)
         self.lock = threading.Lock()
         fake = self
 
@@ -63,6 +65,10 @@ class FakeKube:
                 route = self._route()
                 if self.headers.get("Authorization") != f"Bearer {fake.token}":
                     return self._send(401, {"kind": "Status", "code": 401})
+                with fake.lock:
+                    static = fake.static.get(urllib.parse.urlsplit(self.path).path)
+                if static is not None:
+                    return self._send(200, static)
                 if route is None or route[1] is not None:
                     return self._send(404, {"kind": "Status", "code": 404})
                 resource, _, query = route

@@ -1,0 +1,76 @@
+"""The ``init`` and ``doctor`` subcommands of ``python -m hyperpod_inference``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # boto3 loads only when init or doctor runs, not for schema or validate
+    import boto3
+
+DEFAULT_OUTPUT = "hyperpod.local.yaml"
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    init = sub.add_parser("init", help="write a starter config from a HyperPod cluster (read-only AWS calls)")
+    init.add_argument("--hyperpod-cluster", required=True, help="the HyperPod cluster's name or ARN")
+    init.add_argument("--region", help="its Region (default: the AWS configuration's)")
+    init.add_argument("--kubectl-role-arn", help="the cluster-admin role (default: found through the access entries)")
+    init.add_argument("-o", "--output", default=DEFAULT_OUTPUT, help=f"the file to write (default {DEFAULT_OUTPUT}; "
+                      "never overwritten)")
+    doctor = sub.add_parser("doctor", help="read-only checks of the account and the cluster a config deploys to")
+    doctor.add_argument("-c", "--config", default="hyperpod.yaml", help="the config file (default hyperpod.yaml)")
+    doctor.add_argument("--json", action="store_true", help="one JSON object per check result, one a line")
+    doctor.add_argument("--only", help="comma-separated check IDs or prefixes (e.g. cluster,operator.addon)")
+    doctor.add_argument("--kubeconfig", help="the kubeconfig (default $KUBECONFIG or ~/.kube/config)")
+    doctor.add_argument("--stack-name", help="the stack's name (default the config's stackName, else "
+                        "HyperPodInference)")
+
+
+def run_init(args: argparse.Namespace, session: boto3.Session | None = None) -> int:
+    from .aws import Aws
+    from .init import InitError, discover, render, write
+
+    aws = Aws(args.region, session=session)
+    if not aws.region:
+        print("init: no Region: give --region or set AWS_REGION", file=sys.stderr)
+        return 2
+    try:
+        found = discover(aws, args.hyperpod_cluster, kubectl_role_arn=args.kubectl_role_arn)
+        write(args.output, render(found))
+    except InitError as err:
+        print(f"init: {err}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.output}; next: make doctor CONFIG={args.output}")
+    return 0
+
+
+def run_doctor(args: argparse.Namespace, session: boto3.Session | None = None) -> int:
+    from ..config import ConfigError, load_config
+    from . import doctor
+    from .aws import Aws
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 2
+    if config.env is None:
+        print(f"{args.config}: env: required by doctor (the account and Region to check)", file=sys.stderr)
+        return 2
+    only = args.only.split(",") if args.only else None
+    try:
+        doctor.selected(only)
+    except ValueError as err:
+        print(f"doctor: {err}", file=sys.stderr)
+        return 2
+    ctx = doctor.Context(config, Aws(config.env.region, session=session), kubeconfig=args.kubeconfig,
+                         stack_name=args.stack_name)
+    results = doctor.run(ctx, only)
+    if args.json:
+        sys.stdout.write("".join(json.dumps(r.as_json()) + "\n" for r in results))
+    else:
+        sys.stdout.write(doctor.render(results))
+    return doctor.exit_status(results)

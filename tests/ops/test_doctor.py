@@ -1,0 +1,320 @@
+"""``doctor`` against the realistic moto account (tests/ops/conftest.py) and the fake Kubernetes API: it passes on
+what ``init`` wrote and on a full config, each fault fails exactly its check naming the resource (exit 1), it makes
+read calls only and changes nothing, and throttling, access denied and a missing kubeconfig make a check skip."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from hyperpod_inference.facts import operator as operator_facts
+from hyperpod_inference.ops import doctor
+from hyperpod_inference.ops.aws import is_read_operation
+from tests.ops.conftest import (
+    ACCOUNT,
+    EKS,
+    KUBECTL_ROLE,
+    MODEL_BUCKET,
+    OTHER_ACCOUNT,
+    REGION,
+    Account,
+    full_config,
+    run_doctor,
+    run_init,
+)
+
+STACK = "HyperPodInference"
+CAPTURE_BUCKET = f"hyperpodinference-capture-{ACCOUNT}-{REGION}"
+TLS_BUCKET = f"hyperpod-tls-hyperpodinference-{ACCOUNT}-{REGION}"
+OPERATOR_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/inferenceendpointconfigs." \
+               "inference.sagemaker.aws.amazon.com"
+ESO_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/externalsecrets.external-secrets.io"
+
+
+@pytest.fixture
+def init_config(account: Account) -> dict:
+    status, path = run_init(account)
+    assert status == 0
+    return yaml.safe_load(path.read_text())
+
+
+def _failed(results: list[dict]) -> list[dict]:
+    return [r for r in results if r["status"] == "fail"]
+
+
+def test_doctor_passes_on_the_config_init_wrote(account, init_config):
+    # GIVEN the account and what init wrote from it / WHEN doctor runs with a kubeconfig for the cluster
+    status, results = run_doctor(account, init_config)
+    # THEN nothing fails or skips, and the account, bootstrap, cluster and operator checks ran
+    assert status == 0, _failed(results)
+    assert {r["status"] for r in results} == {"pass"}
+    assert {"identity.account", "bootstrap.cdk-toolkit", "cluster.hyperpod", "cluster.kubectl-layer",
+            "cluster.oidc-provider", "cluster.kubectl-role", "cluster.access-entry", "operator.addon",
+            "operator.crds", "cluster.namespaces", "operator.tls-bucket"} <= {r["check"] for r in results}
+
+
+def test_doctor_passes_on_a_full_config_and_runs_every_check(account, init_config):
+    # GIVEN init's config plus two endpoints, capture with a KMS key, an imported zone and certificate
+    status, results = run_doctor(account, full_config(account, init_config))
+    # THEN every check ran and passed
+    assert status == 0, _failed(results)
+    assert {r["status"] for r in results} == {"pass"}
+    assert {r["check"] for r in results} == set(doctor.CHECK_IDS) - {"endpoint.weight-cache"}
+
+
+def test_doctor_makes_only_read_calls_and_changes_nothing(account, init_config):
+    # GIVEN the full config and the account's state (moto's, the fake EKS add-ons/access entries, the fake cluster)
+    data = full_config(account, init_config)
+    data["endpoints"][0]["weightCache"] = {"mode": "daemonset"}
+    before = account.state()
+    account.calls.clear()
+    account.kube.requests.clear()
+    # WHEN doctor runs every check
+    status, _ = run_doctor(account, data)
+    # THEN each API call was a read (Describe / List / Get / Head), recorded both before serialization and before the
+    # request, the cluster saw only GETs, and nothing changed
+    assert status == 0
+    operations = {op for _, _, op in account.calls}
+    assert {"GetCallerIdentity", "DescribeStacks", "DescribeCluster", "GetOpenIDConnectProvider", "GetRole",
+            "ListAssociatedAccessPolicies", "DescribeAddon", "ListObjectsV2", "DescribeSecret", "HeadBucket",
+            "GetHostedZone", "DescribeCertificate", "DescribeKey"} <= operations
+    assert {event for event, _, _ in account.calls} == {"provide-client-params", "before-call"}
+    assert [op for op in operations if not is_read_operation(op)] == []
+    assert all(op.startswith(("Describe", "List", "Get", "Head")) for op in operations)
+    assert {method for method, *_ in account.kube.requests} == {"GET"}
+    assert account.state() == before
+
+
+def test_the_read_only_recorder_sees_a_write(account):
+    # GIVEN the recording session / WHEN something calls a write operation through it
+    account.session().client("s3").create_bucket(Bucket="written-by-test",
+                                                 CreateBucketConfiguration={"LocationConstraint": REGION})
+    # THEN the recorder lists it, and the read-only rule refuses it (the test above would fail on it)
+    assert ("before-call", "s3", "CreateBucket") in account.calls
+    assert not is_read_operation("CreateBucket")
+
+
+# --------------------------------------------------------------------------------------- one fault at a time
+def _set(path: list[Any], value: Any) -> Callable[[Account, dict], None]:
+    def change(_: Account, data: dict) -> None:
+        node = data
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    return change
+
+
+def _no_bootstrap(a: Account, _: dict) -> None:
+    a.client("cloudformation").delete_stack(StackName="CDKToolkit")
+
+
+def _old_bootstrap(a: Account, _: dict) -> None:
+    cf = a.client("cloudformation")
+    cf.delete_stack(StackName="CDKToolkit")
+    cf.create_stack(StackName="CDKToolkit", TemplateBody=json.dumps({
+        "Resources": {"V": {"Type": "AWS::SSM::Parameter", "Properties": {
+            "Type": "String", "Name": "/cdk-bootstrap/hnb659fds/version", "Value": "4"}}},
+        "Outputs": {"BootstrapVersion": {"Value": "4"}}}))
+
+
+def _no_oidc(a: Account, _: dict) -> None:
+    a.client("iam").delete_open_id_connect_provider(OpenIDConnectProviderArn=a.ids["oidc_arn"])
+
+
+def _trust_only_a_user(a: Account, _: dict) -> None:
+    a.client("iam").update_assume_role_policy(RoleName=KUBECTL_ROLE, PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:user/alice"}}]}))
+
+
+def _no_access_entry(a: Account, _: dict) -> None:
+    del a.eks.access[a.ids["kubectl_role"]]
+
+
+def _someone_elses_operator(a: Account, _: dict) -> None:
+    a.eks.add_addon(operator_facts.OPERATOR_ADDON_NAME, "v1.3.0-eksbuild.1", tags={STACK_TAG: "another-stack"})
+
+
+def _cert_manager_installed(a: Account, _: dict) -> None:
+    a.eks.add_addon("cert-manager", "v1.18.2-eksbuild.2")
+
+
+def _old_cert_manager(a: Account, data: dict) -> None:
+    data["operator"]["dependencies"] = "existing"
+    for name, version in operator_facts.DEPENDENCY_ADDON_VERSIONS.items():
+        a.eks.add_addon(name, "v1.17.0-eksbuild.1" if name == "cert-manager" else version)
+
+
+def _helm_operator(a: Account, _: dict) -> None:
+    a.kube.static[OPERATOR_CRD] = {"kind": "CustomResourceDefinition", "spec": {"versions": [
+        {"name": "v1", "served": True}]}}
+
+
+def _namespace_exists(a: Account, _: dict) -> None:
+    a.kube.static["/api/v1/namespaces/inference"] = {"kind": "Namespace", "metadata": {"name": "inference"}}
+
+
+def _no_eso(a: Account, _: dict) -> None:
+    del a.kube.static[ESO_CRD]
+
+
+def _empty_prefix(a: Account, _: dict) -> None:
+    s3 = a.client("s3")
+    for key in ("qwen/config.json", "qwen/model.safetensors"):
+        s3.delete_object(Bucket=MODEL_BUCKET, Key=key)
+
+
+def _no_secret(a: Account, _: dict) -> None:
+    a.client("secretsmanager").delete_secret(SecretId=a.ids["secret"], ForceDeleteWithoutRecovery=True)
+
+
+def _capture_bucket_taken(a: Account, _: dict) -> None:
+    a.client("s3", account=OTHER_ACCOUNT).create_bucket(Bucket=CAPTURE_BUCKET,
+                                                        CreateBucketConfiguration={"LocationConstraint": REGION})
+    a.foreign_buckets.add(CAPTURE_BUCKET)
+
+
+def _tls_bucket_left_over(a: Account, _: dict) -> None:
+    a.client("s3").create_bucket(Bucket=TLS_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+
+
+def _no_zone(a: Account, _: dict) -> None:
+    a.client("route53").delete_hosted_zone(Id=a.ids["moto_zone_id"])
+
+
+def _pending_certificate(a: Account, data: dict) -> None:
+    data["domain"]["certificateArn"] = a.client("acm").request_certificate(
+        DomainName="chat.example.com", ValidationMethod="DNS")["CertificateArn"]
+
+
+def _disabled_key(a: Account, _: dict) -> None:
+    a.client("kms").disable_key(KeyId=a.ids["kms_key"].rsplit("/", 1)[-1])
+
+
+STACK_TAG = doctor.STACK_TAG
+FAULTS = {
+    # fault: (inject, the check that must fail, what its resource names)
+    "no CDK bootstrap stack": (_no_bootstrap, "bootstrap.cdk-toolkit", "CDKToolkit"),
+    "bootstrap stack too old": (_old_bootstrap, "bootstrap.cdk-toolkit", "CDKToolkit"),
+    "HyperPod cluster not InService": (lambda a, _: a.hyperpod_patch.update(ClusterStatus="Updating"),
+                                       "cluster.hyperpod", "cluster/"),
+    "HyperPod cluster of another EKS cluster": (
+        lambda a, _: a.hyperpod_patch.update(Orchestrator={"Eks": {"ClusterArn": a.ids["eks_arn"] + "-old"}}),
+        "cluster.hyperpod", "cluster/"),
+    "EKS version the kubectl layer does not serve": (lambda a, _: a.eks_patch.update(version="1.30"),
+                                                     "cluster.kubectl-layer", EKS),
+    "EKS cluster in another VPC": (lambda a, _: a.eks_patch.update(
+        resourcesVpcConfig={"vpcId": "vpc-0000aaaa", "subnetIds": []}), "cluster.eks", EKS),
+    "no OIDC provider": (_no_oidc, "cluster.oidc-provider", "oidc-provider/"),
+    "kubectl role trusts only one user": (_trust_only_a_user, "cluster.kubectl-role", KUBECTL_ROLE),
+    "no access entry for the kubectl role": (_no_access_entry, "cluster.access-entry", KUBECTL_ROLE),
+    "operator add-on installed by someone else": (_someone_elses_operator, "operator.addon",
+                                                  operator_facts.OPERATOR_ADDON_NAME),
+    "cert-manager installed with dependencies: create": (_cert_manager_installed, "operator.dependency.cert-manager",
+                                                         "cert-manager"),
+    "cert-manager below its minimum": (_old_cert_manager, "operator.dependency.cert-manager", "cert-manager"),
+    "operator CRDs of another install": (_helm_operator, "operator.crds", "inferenceendpointconfigs"),
+    "the stack's namespace exists": (_namespace_exists, "cluster.namespaces", "namespace inference"),
+    "External Secrets Operator missing": (_no_eso, "cluster.external-secrets", "externalsecrets"),
+    "instance type without an instance group": (_set(["endpoints", 1, "instanceType"], "ml.g6e.12xlarge"),
+                                                "endpoint.instance-group", "ml.g6e.12xlarge"),
+    "more replicas than instances": (_set(["endpoints", 0, "replicas"], 3), "endpoint.instance-group", "qwen-s3"),
+    "empty model prefix": (_empty_prefix, "endpoint.model-s3", f"s3://{MODEL_BUCKET}/qwen/"),
+    "token secret missing": (_no_secret, "endpoint.token-secret", "secret:hf-token"),
+    "capture bucket name taken by another account": (_capture_bucket_taken, "capture.bucket", CAPTURE_BUCKET),
+    "TLS bucket left over in the account": (_tls_bucket_left_over, "operator.tls-bucket", TLS_BUCKET),
+    "hosted zone deleted": (_no_zone, "domain.hosted-zone", "hosted zone Z"),
+    "certificate not issued": (_pending_certificate, "domain.certificate", "certificate/"),
+    "certificate does not cover a name": (_set(["endpoints", 0, "domainName"], "a.chat.example.com"),
+                                          "domain.certificate", "certificate/"),
+    "KMS key disabled": (_disabled_key, "kms.key", "capture.kms"),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_each_fault_fails_exactly_its_check_naming_the_resource(account, init_config, fault):
+    # GIVEN the full config that passes, and one fault injected into the account, the cluster or the config
+    inject, check_id, resource = FAULTS[fault]
+    data = full_config(account, init_config)
+    inject(account, data)
+    # WHEN doctor runs
+    status, results = run_doctor(account, data)
+    # THEN it exits 1, only that check fails, and a failing result names the resource
+    failed = _failed(results)
+    assert status == 1
+    assert {r["check"] for r in failed} == {check_id}, failed
+    assert any(resource in r["resource"] for r in failed), failed
+    assert all(r["fix"] for r in failed)
+    assert not [r for r in results if r["status"] == "skip"]
+
+
+# ----------------------------------------------------------------------------------------------- skip and cli
+def test_without_a_kubeconfig_the_cluster_checks_skip_with_why(account, init_config):
+    # GIVEN no kubeconfig / WHEN doctor runs
+    status, results = run_doctor(account, full_config(account, init_config), kubeconfig=False)
+    # THEN the checks inside the cluster skip, naming the missing kubeconfig and the command that writes one;
+    # everything else passes and the run succeeds
+    skipped = {r["check"]: r["detail"] for r in results if r["status"] == "skip"}
+    assert set(skipped) == {"operator.crds", "cluster.namespaces", "cluster.external-secrets"}
+    assert all("no kubeconfig" in why and f"aws eks update-kubeconfig --name {EKS}" in why
+               for why in skipped.values())
+    assert status == 0
+
+
+@pytest.mark.parametrize(("code", "why"), [("ThrottlingException", "throttled"),
+                                           ("AccessDeniedException", "may not call")])
+def test_throttling_or_access_denied_skips_that_check_only(account, init_config, code, why):
+    # GIVEN KMS answering DescribeKey with throttling / access denied (after the client's own retries)
+    from botocore.awsrequest import AWSResponse
+
+    session = account.session()
+
+    def deny(model, **_):
+        if model.name == "DescribeKey":
+            return AWSResponse(None, 400, {}, None), {"Error": {"Code": code, "Message": "no"},
+                                                      "ResponseMetadata": {"HTTPStatusCode": 400}}
+        return None
+
+    session.events.register("before-call.kms.DescribeKey", deny)
+    account.session = lambda: session  # type: ignore[method-assign]
+    # WHEN doctor runs
+    status, results = run_doctor(account, full_config(account, init_config))
+    # THEN kms.key skips with the reason, the run completes and nothing fails
+    kms = [r for r in results if r["check"] == "kms.key"]
+    assert [r["status"] for r in kms] == ["skip"] and why in kms[0]["detail"]
+    assert status == 0 and len(results) > 20
+
+
+def test_only_runs_the_named_checks_and_prefixes(account, init_config):
+    # GIVEN --only with an ID and a prefix / THEN just those run
+    status, results = run_doctor(account, init_config, "--only", "identity.account,operator.dependency")
+    assert status == 0
+    assert {r["check"] for r in results} == {"identity.account", *(f"operator.dependency.{d}" for d in
+                                                                    operator_facts.DEPENDENCY_ADDON_VERSIONS)}
+
+
+def test_an_unknown_check_or_a_bad_config_exits_2(account, init_config, capsys):
+    # GIVEN an --only naming no check / a config with an error / THEN exit status 2, nothing checked
+    assert run_doctor(account, init_config, "--only", "no.such")[0] == 2
+    assert "no check no.such" in capsys.readouterr().err
+    bad = {**init_config, "env": {"account": "12", "region": REGION}}
+    assert run_doctor(account, bad)[0] == 2
+    assert "env.account" in capsys.readouterr().err
+
+
+def test_the_module_entry_point_runs_doctor_with_exit_status(account, init_config, tmp_path, capsys):
+    # GIVEN the config and the environment pointing at the moto server (no fixture session)
+    from hyperpod_inference.__main__ import main
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(init_config))
+    # WHEN python -m hyperpod_inference doctor runs the account checks / THEN exit 0, then 1 once the bootstrap is gone
+    assert main(["doctor", "-c", str(path), "--only", "identity,bootstrap"]) == 0
+    assert "PASS  bootstrap.cdk-toolkit" in capsys.readouterr().out
+    _no_bootstrap(account, init_config)
+    assert main(["doctor", "-c", str(path), "--only", "identity,bootstrap"]) == 1
+    assert "FAIL  bootstrap.cdk-toolkit" in capsys.readouterr().out

@@ -1,0 +1,65 @@
+"""The kubeconfig reader: the context ``aws eks update-kubeconfig`` writes (named by the cluster ARN) or the one whose
+server is the cluster's endpoint; without one, the reason names the command that writes it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hyperpod_inference.ops import doctor
+from hyperpod_inference.ops.kube import Kube, KubeUnavailable
+from tests.nvme_agent.fake_kube import FakeKube
+
+ARN = "arn:aws:eks:us-west-2:111122223333:cluster/my-hp-eks"
+
+
+@pytest.fixture
+def kube():
+    fake = FakeKube(token="t")
+    yield fake
+    fake.close()
+
+
+def _kubeconfig(tmp_path, context_name, server, token="t"):
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "contexts": [{"name": context_name, "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": token}}]}))
+    return str(path)
+
+
+def test_the_context_named_by_the_cluster_arn_is_used(tmp_path, kube):
+    kube.static["/api/v1/namespaces/inference"] = {"metadata": {"name": "inference"}}
+    client = Kube.from_kubeconfig(_kubeconfig(tmp_path, ARN, kube.url), cluster_arn=ARN, endpoint=None)
+    assert client.get("/api/v1/namespaces/inference")[0] == 200
+    assert client.get("/api/v1/namespaces/other")[0] == 404
+    assert kube.requests[-1][3] == "Bearer t"
+
+
+def test_else_the_context_whose_server_is_the_clusters_endpoint(tmp_path, kube):
+    path = _kubeconfig(tmp_path, "my-alias", kube.url)
+    assert Kube.from_kubeconfig(path, cluster_arn=ARN, endpoint=kube.url).context_name == "my-alias"
+    with pytest.raises(KubeUnavailable, match="no context for .*aws eks update-kubeconfig --name my-hp-eks"):
+        Kube.from_kubeconfig(path, cluster_arn=ARN, endpoint="https://elsewhere.example")
+
+
+def test_a_refused_token_is_a_reason_not_a_crash(tmp_path, kube):
+    client = Kube.from_kubeconfig(_kubeconfig(tmp_path, ARN, kube.url, token="wrong"), cluster_arn=ARN,
+                                  endpoint=None)
+    with pytest.raises(KubeUnavailable, match="answered 401"):
+        client.get("/api/v1/namespaces/inference")
+
+
+def test_doctor_knows_the_label_the_stack_puts_on_its_namespaces():
+    # GIVEN the label the charts and inference.py write (read from their source: importing them starts jsii)
+    package = Path(doctor.__file__).resolve().parents[1]
+    charts = ast.parse((package / "charts" / "endpoint.py").read_text())
+    [label] = [ast.literal_eval(n.value) for n in ast.walk(charts) if isinstance(n, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id == "MANAGED_BY" for t in n.targets)]
+    # THEN the namespaces check looks for the same one, and inference.py labels its namespaces with it
+    assert dict([doctor.MANAGED_BY]) == label
+    assert '"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"' in (package / "inference.py").read_text()
