@@ -28,6 +28,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_route53 as route53
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct, IValidation
 
 from . import outputs as commands
@@ -45,6 +46,8 @@ from .constructs.endpoint_verification import EndpointVerification
 from .constructs.irsa import ServiceAccountRef, ServiceAccountRole
 from .constructs.lazy import is_unresolved
 from .constructs.model_access import grant_model_read, grant_secret_read
+from .constructs.observability import InferenceObservability
+from .constructs.observed import observed_endpoints
 from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems, template_counts
 from .facts import naming
 from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
@@ -97,18 +100,21 @@ class HyperPodInference(Construct):
     :param execution_role: the operator's execution role (``install: existing``) instead of
         ``operator.executionRoleArn``; its name must start with ``SageMakerHyperPodInference`` when literal. Its trust
         cannot be checked: a warning says so.
+    :param alarm_topic: the SNS topic the alarms notify (an imported ``sns.ITopic``) instead of
+        ``observability.alarms.snsTopicArn`` / ``createTopic``.
 
     Attributes: ``execution_role``, ``tls_bucket``, ``capture`` (DataCaptureStorage, once an endpoint captures),
     ``capture_analytics`` (CaptureAnalytics: Glue tables, Athena workgroup and queries, with ``capture``),
     ``domain`` (CustomDomain, once an endpoint has a domain name), ``endpoints`` (chart name -> InferenceEndpoint),
-    ``custom_resources`` and ``manifest_resources`` (chart name -> custom resource / KubernetesManifest).
+    ``custom_resources`` and ``manifest_resources`` (chart name -> custom resource / KubernetesManifest),
+    ``observability`` (InferenceObservability: dashboards, alarms, Prometheus rules; set at synth).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HyperPodConfig,
                  cluster: eks.ICluster | None = None, capture_bucket: s3.IBucket | None = None,
                  capture_key: kms.IKey | None = None, tls_bucket: s3.IBucket | None = None,
                  hosted_zone: route53.IHostedZone | None = None, certificate: acm.ICertificate | None = None,
-                 execution_role: iam.IRole | None = None) -> None:
+                 execution_role: iam.IRole | None = None, alarm_topic: sns.ITopic | None = None) -> None:
         super().__init__(scope, construct_id)
         # The synth-time work (_finalize) runs when the aspect visits this childless construct: first among this
         # construct's children, so what it adds is visited by every aspect too, and the aspect is called back once
@@ -169,6 +175,8 @@ class HyperPodInference(Construct):
         self._global_outputs()
         self.node.add_validation(_SizeLimits(self))
         self.keda_triggers: KedaTriggerAccess | None = None
+        self._alarm_topic = alarm_topic
+        self.observability: InferenceObservability | None = None
         cdk.Aspects.of(self._synth_hook).add(_Finalize(self))
 
     # ------------------------------------------------------------------------------------------------- props
@@ -626,6 +634,13 @@ class HyperPodInference(Construct):
             roles = self.operator.dependency_roles
             self.keda_triggers = KedaTriggerAccess(self, "KedaTriggers", endpoints=self._added, account=self.account,
                                                    keda_role=roles.keda_role if roles is not None else None)
+        obs = self.config.observability
+        if self.observability is None and (obs.creates_anything or self._alarm_topic is not None):
+            self.observability = InferenceObservability(
+                self, "Observability", scope_name=self.name_scope, region=self.region, settings=obs,
+                endpoints=observed_endpoints(self._added, obs), alarm_topic=self._alarm_topic,
+                capture_bucket=self.capture.bucket_name if self.capture else None,
+                work_group=self.capture_analytics.work_group_name if self.capture_analytics else None)
         self.fold_outputs()
 
     def fold_outputs(self) -> None:
@@ -688,6 +703,10 @@ class HyperPodInference(Construct):
         """Write ``<outdir>/manifests/<chart>.yaml`` (one file per chart)."""
         self._seal()
         return self.delivery.write(self.stack, outdir)
+
+    def write_dashboards(self, outdir: str) -> str | None:
+        """Write ``<outdir>/dashboards/<stack>.json``, the Grafana dashboard (after synth; None when it is off)."""
+        return self.observability.write_grafana(outdir, self.stack.stack_name) if self.observability else None
 
 
 @dataclass

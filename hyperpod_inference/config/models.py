@@ -32,6 +32,7 @@ from ..facts import rules
 from ..facts import safety as safety_rules
 from ..facts.runtimes import PRESETS, dlc_registry_problem
 from . import safety
+from .observability import EndpointAlarms, Observability
 from .production import (
     SCHEMA_DOCS,
     AdditionalConfig,
@@ -817,6 +818,7 @@ class Endpoint(Strict):
         "verify": NoCrd("the post-deploy check (a Lambda-backed custom resource)"),
         "spec_overrides": NoCrd("merged last into the resource's spec as given (RFC 7386)"),
         "stack_group": NoCrd("AWS side, not the custom resource (which nested stack holds the endpoint)"),
+        "alarms": NoCrd("AWS side, not the custom resource (this endpoint's CloudWatch alarms and alerting rules)"),
     }
     name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)] = Field(
         description="metadata.name and spec.modelName: a DNS-1123 label (stricter than the CRD's modelName pattern, "
@@ -907,6 +909,8 @@ class Endpoint(Strict):
                                   "goes to (endpoints of one namespace and group share one nested stack); splits a "
                                   "namespace that outgrows one template. Changing it moves (deletes and re-creates) "
                                   "the endpoint.")
+    alarms: EndpointAlarms | None = None
+    """This endpoint's alarm thresholds, or enabled: false to turn its alarms off (observability.alarms)."""
     spec_overrides: dict[str, Any] | None = Field(
         default=None, description="An RFC 7386 JSON merge patch applied last to the resource's spec, for fields the "
                                   "library does not model (refused on paths it writes or models).")
@@ -1098,6 +1102,7 @@ class HyperPodConfig(Strict):
         "endpoints": NoCrd("one custom resource each"),
         "stack_name": NoCrd("AWS side, not the custom resource (the CloudFormation stack's name)"),
         "stack_layout": NoCrd("AWS side, not the custom resource (how the stack nests its templates)"),
+        "observability": NoCrd("AWS side: dashboards, alarms and Prometheus rules over the endpoints"),
     }
     api_version: Literal["hyperpod-inference/v1"]
     """The config file's version: hyperpod-inference/v1."""
@@ -1128,6 +1133,8 @@ class HyperPodConfig(Strict):
                                       "for fleets beyond one template's limits. Changing it on a deployed stack moves "
                                       "every endpoint's manifest, which deletes and re-creates the endpoints "
                                       "(docs/fleets.md).")
+    observability: Observability = Field(default_factory=Observability)
+    """Dashboards (on by default), alarms and Prometheus rules over the endpoints (docs/observability.md)."""
 
     @model_validator(mode="after")
     def _cross_rules(self, info: ValidationInfo) -> HyperPodConfig:
