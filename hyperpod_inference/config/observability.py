@@ -7,13 +7,13 @@ Defaults: one CloudWatch dashboard per stack; no alarms unless ``alarms`` names 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..facts import metrics as facts
-from .production import _Strict
+from .production import CrdPaths, NoCrd, _Strict
 from .warnings import ConfigWarning, endpoint_rule
 
 if TYPE_CHECKING:
@@ -25,6 +25,11 @@ DEFAULT_P99_LATENCY_MS = 10_000
 DEFAULT_EVALUATION_PERIODS = 3
 #: Every alarm and rule looks at 5-minute windows.
 PERIOD_SECONDS = 300
+_AWS_SIDE = NoCrd("AWS side (CloudWatch, SNS, Amazon Managed Prometheus), not the custom resource")
+
+
+def _aws_side(*fields: str) -> CrdPaths:
+    return dict.fromkeys(fields, _AWS_SIDE)
 
 
 def _shape(pattern: str, what: str) -> AfterValidator:
@@ -47,6 +52,9 @@ NoInvocationsMinutes = Annotated[int, Field(ge=5, le=1440, multiple_of=5)]
 
 class Alarms(_Strict):
     """Where alarms go and their default thresholds; absent = no alarms."""
+
+    crd_paths: ClassVar[CrdPaths] = _aws_side("sns_topic_arn", "create_topic", "error_rate_percent", "p99_latency_ms",
+                                              "evaluation_periods", "no_invocations_minutes")
 
     sns_topic_arn: SnsTopicArn | None = None
     """An existing SNS topic the alarms notify (exclusive with createTopic)."""
@@ -74,6 +82,8 @@ class Alarms(_Strict):
 class Observability(_Strict):
     """CloudWatch dashboards, alarms and Amazon Managed Prometheus rules made from the endpoints."""
 
+    crd_paths: ClassVar[CrdPaths] = _aws_side("dashboard", "alarms", "prometheus_workspace_arn")
+
     dashboard: bool = True
     """One CloudWatch dashboard per stack (split past 500 widgets) and a Grafana dashboard file. Default true."""
     alarms: Alarms | None = None
@@ -88,6 +98,9 @@ class Observability(_Strict):
 
 class EndpointAlarms(_Strict):
     """One endpoint's alarm tuning; unset values use observability.alarms."""
+
+    crd_paths: ClassVar[CrdPaths] = _aws_side("enabled", "error_rate_percent", "p99_latency_ms",
+                                              "no_invocations_minutes")
 
     enabled: bool = True
     """false: no alarms and no alerting rules for this endpoint."""
