@@ -65,7 +65,7 @@ def widget_lines(widget: dict[str, Any]) -> tuple[str, list[str]]:
     markdown lines)."""
     props = widget.get("properties", {})
     if widget.get("type") == "text":
-        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", props.get("markdown", ""))  # [text](url) -> text
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", props.get("markdown", "")).replace("**", "")  # [text](url) -> text
         lines = [ln.lstrip("#").strip() for ln in text.replace(" · ", "\n").splitlines() if ln.strip()]
         return (lines[0] if lines else "text"), lines[1:]
     lines, previous = [], None

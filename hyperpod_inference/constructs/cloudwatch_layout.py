@@ -1,10 +1,11 @@
 """CloudWatch dashboard bodies and alarm texts from the observed endpoints (plain dicts and strings; no aws_cdk).
 
 Layout of one dashboard (the grid is 24 wide): a header row (title, links to the troubleshooting page and the Athena
-workgroup, the capture bucket's size and object count when capture is on); per namespace one row of its load
-balancers' metrics (``SEARCH`` over the ALBs the controller names after the namespace); then one row per endpoint: a
-text widget (names, URL), requests and errors, and ModelLatency p50/p90/p99. Past CloudWatch's 500 widgets a
-dashboard, the endpoints continue on the next one (``<name>-2``, ...).
+workgroup, the capture bucket's size and object count when capture is on); per namespace a row with a text widget
+naming its endpoints with their SageMaker names and URLs and its load balancers' metrics (``SEARCH`` over the ALBs the
+controller names after the namespace); then one row per endpoint: requests, 4xx and 5xx with ModelLatency
+p50/p90/p99 on the right axis. Past 100 endpoints (for readability; CloudWatch's limit is 500 widgets) a dashboard's
+endpoints continue on the next one (``<name>-2``, ...).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from ..facts import metrics as m
 from .observed import TROUBLESHOOTING_URL, ObservedEndpoint
 
 ROW_HEIGHT = 5
-TEXT_WIDTH = 6
-METRIC_WIDTH = 9
 PERIOD = 300
-WIDGETS_PER_ENDPOINT = 3
+WIDGETS_PER_ENDPOINT = 1
+NAMESPACE_WIDGETS = 3
+#: Rows per dashboard before the next one starts: a choice for readability (CloudWatch's limit is 500 widgets).
+ENDPOINTS_PER_DASHBOARD = 100
 SM = m.SAGEMAKER_NS
 
 
@@ -52,33 +54,37 @@ def _sm(metric: str, endpoint_name: str, **options: Any) -> list[Any]:
 
 
 def _metric_widget(x: int, y: int, width: int, title: str, region: str, metrics: list[Any], **props: Any) -> dict:
+    # no "period": a widget's default is 300 seconds (PERIOD), and every byte here is paid per endpoint
     return {"type": "metric", "x": x, "y": y, "width": width, "height": ROW_HEIGHT,
-            "properties": {"title": title, "region": region, "period": PERIOD, "metrics": metrics, **props}}
+            "properties": {"title": title, "region": region, "metrics": metrics, **props}}
 
 
 def _text(x: int, y: int, width: int, height: int, markdown: str) -> dict:
     return {"type": "text", "x": x, "y": y, "width": width, "height": height, "properties": {"markdown": markdown}}
 
 
-def endpoint_row(ep: ObservedEndpoint, y: int, region: str) -> list[dict[str, Any]]:
-    """One endpoint's row: its names and URL, then (with a SageMaker endpoint) requests/errors and latency."""
-    lines = [f"### {ep.key}"]
-    if ep.sagemaker_endpoint_name:
-        lines.append(f"SageMaker endpoint `{ep.sagemaker_endpoint_name}`")
+def endpoint_line(ep: ObservedEndpoint) -> str:
+    """The endpoint's line in its namespace's text widget: names and URL."""
+    line = f"**{ep.name}**: " + (f"SageMaker `{ep.sagemaker_endpoint_name}`" if ep.sagemaker_endpoint_name else
+                                 "no SageMaker endpoint (no AWS/SageMaker metrics; pod metrics: Grafana)")
     if ep.url:
-        lines.append(f"[{ep.url}]({ep.url})")
+        line += f" · [{ep.url.removeprefix('https://')}]({ep.url})"
+    return line
+
+
+def endpoint_row(ep: ObservedEndpoint, y: int, region: str) -> list[dict[str, Any]]:
+    """One endpoint's row (with a SageMaker endpoint): requests, 4xx and 5xx (left axis) and ModelLatency
+    p50/p90/p99 in microseconds (right axis), 24 wide. One widget, since every byte of it is paid per endpoint."""
     if not ep.sagemaker_endpoint_name:
-        lines.append("No SageMaker endpoint: no AWS/SageMaker metrics; see the Grafana dashboard (pod metrics)")
-        return [_text(0, y, m.DASHBOARD_GRID_WIDTH, 2, "\n\n".join(lines))]
+        return []
     name = ep.sagemaker_endpoint_name
-    return [
-        _text(0, y, TEXT_WIDTH, ROW_HEIGHT, "\n\n".join(lines)),
-        _metric_widget(TEXT_WIDTH, y, METRIC_WIDTH, f"{ep.name}: requests, 4xx, 5xx", region, [
-            _sm("Invocations", name), [".", "Invocation4XXErrors", ".", ".", ".", "."],
-            [".", "Invocation5XXErrors", ".", ".", ".", "."]], stat="Sum"),
-        _metric_widget(TEXT_WIDTH + METRIC_WIDTH, y, METRIC_WIDTH, f"{ep.name}: ModelLatency (microseconds)", region, [
-            _sm("ModelLatency", name, stat="p50"), ["...", {"stat": "p90"}], ["...", {"stat": "p99"}]]),
-    ]
+    right = {"yAxis": "right"}
+    return [_metric_widget(0, y, m.DASHBOARD_GRID_WIDTH, f"{ep.key}: requests, 4xx, 5xx · latency µs (right)",
+                           region, [
+                               _sm("Invocations", name), [".", "Invocation4XXErrors", ".", ".", ".", "."],
+                               [".", "Invocation5XXErrors", ".", ".", ".", "."],
+                               [".", "ModelLatency", ".", ".", ".", ".", {"stat": "p50", **right}],
+                               ["...", {"stat": "p90", **right}], ["...", {"stat": "p99", **right}]], stat="Sum")]
 
 
 def _alb_search(namespace: str, metric: str, stat: str, label: str, ident: str) -> dict[str, Any]:
@@ -88,19 +94,27 @@ def _alb_search(namespace: str, metric: str, stat: str, label: str, ident: str) 
                           f"'{stat}', {PERIOD})", "label": label, "id": ident}
 
 
-def namespace_row(namespace: str, y: int, region: str) -> list[dict[str, Any]]:
-    """The namespace's load balancers (named ``k8s-<namespace>-...`` by the controller): requests, target 4xx/5xx,
-    target response time."""
-    half = m.DASHBOARD_GRID_WIDTH // 2
+def namespace_row(namespace: str, endpoints: list[ObservedEndpoint], y: int, region: str) -> list[dict[str, Any]]:
+    """The namespace's endpoints (names, URLs) and its load balancers (named ``k8s-<namespace>-...`` by the
+    controller): requests, target 4xx/5xx, target response time."""
+    third = m.DASHBOARD_GRID_WIDTH // 3
     counts = [[_alb_search(namespace, metric, "Sum", label, f"c{i}")] for i, (metric, label) in enumerate((
         ("RequestCount", "requests"), ("HTTPCode_Target_4XX_Count", "target 4xx"),
         ("HTTPCode_Target_5XX_Count", "target 5xx")))]
     times = [[_alb_search(namespace, "TargetResponseTime", stat, stat, f"t{i}")]
              for i, stat in enumerate(("p50", "p90", "p99"))]
-    return [
-        _metric_widget(0, y, half, f"namespace {namespace}: load balancers (requests, 4xx, 5xx)", region, counts),
-        _metric_widget(half, y, half, f"namespace {namespace}: target response time (seconds)", region, times),
+    text = "\n\n".join([f"### namespace {namespace}", *(endpoint_line(ep) for ep in endpoints)])
+    height = max(ROW_HEIGHT, 2 + len(endpoints))
+    widgets = [
+        _text(0, y, third, height, text),
+        _metric_widget(third, y, third, f"namespace {namespace}: load balancers (requests, 4xx, 5xx)", region,
+                       counts, period=PERIOD),
+        _metric_widget(2 * third, y, third, f"namespace {namespace}: target response time (seconds)", region,
+                       times, period=PERIOD),
     ]
+    for w in widgets[1:]:
+        w["height"] = height
+    return widgets
 
 
 def header(info: StackInfo, y: int, *, part: int, parts: int) -> list[dict[str, Any]]:
@@ -123,16 +137,17 @@ def header(info: StackInfo, y: int, *, part: int, parts: int) -> list[dict[str, 
 
 
 def _split(endpoints: list[ObservedEndpoint]) -> list[list[ObservedEndpoint]]:
-    """Endpoints per dashboard so that no dashboard passes CloudWatch's widget limit."""
+    """Endpoints per dashboard: at most ENDPOINTS_PER_DASHBOARD (so one stays readable), and never past CloudWatch's
+    widget limit."""
     parts: list[list[ObservedEndpoint]] = [[]]
     widgets = 2  # header
     namespaces: set[str] = set()
     for ep in endpoints:
-        cost = WIDGETS_PER_ENDPOINT + (2 if ep.namespace not in namespaces else 0)
-        if widgets + cost > m.DASHBOARD_MAX_WIDGETS:
+        cost = WIDGETS_PER_ENDPOINT + (NAMESPACE_WIDGETS if ep.namespace not in namespaces else 0)
+        if widgets + cost > m.DASHBOARD_MAX_WIDGETS or len(parts[-1]) >= ENDPOINTS_PER_DASHBOARD:
             parts.append([])
             widgets, namespaces = 2, set()
-            cost = WIDGETS_PER_ENDPOINT + 2
+            cost = WIDGETS_PER_ENDPOINT + NAMESPACE_WIDGETS
         parts[-1].append(ep)
         namespaces.add(ep.namespace)
         widgets += cost
@@ -152,18 +167,19 @@ def dashboard_bodies(endpoints: list[ObservedEndpoint], info: StackInfo) -> list
         for ep in part:
             by_ns.setdefault(ep.namespace, []).append(ep)
         for ns, eps in by_ns.items():
-            widgets += namespace_row(ns, y, info.region)
-            y += ROW_HEIGHT
+            row = namespace_row(ns, eps, y, info.region)
+            widgets += row
+            y += row[0]["height"]
             for ep in eps:
                 row = endpoint_row(ep, y, info.region)
                 widgets += row
-                y += max(w["height"] for w in row)
+                y += ROW_HEIGHT if row else 0
         bodies.append({"start": "-PT6H", "periodOverride": "inherit", "widgets": widgets})
     return bodies
 
 
 def body_json(body: dict[str, Any]) -> str:
-    return json.dumps(body, separators=(",", ":"))
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------------------------------------- alarms

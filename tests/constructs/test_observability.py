@@ -60,7 +60,7 @@ def test_the_dashboard_references_every_sagemaker_endpoint(fleet) -> None:
     body = json.loads(dashboard["Properties"]["DashboardBody"])
     text = json.dumps(body)
     for ep in fleet.stack.config.endpoints:
-        assert f"### {ep.namespace}/{ep.name}" in text
+        assert f"**{ep.name}**" in text
         if ep.sagemaker_endpoint_name:
             assert f'"EndpointName", "{ep.sagemaker_endpoint_name}"' in text
 

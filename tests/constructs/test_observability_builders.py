@@ -52,26 +52,30 @@ def test_fifty_endpoints_fit_one_readable_dashboard_with_a_row_each():
     assert len(widgets) <= m.DASHBOARD_MAX_WIDGETS
     assert all(0 <= w["x"] and w["x"] + w["width"] <= m.DASHBOARD_GRID_WIDTH for w in widgets)
     assert _overlaps(widgets) == []
-    # and every endpoint has its own row naming its SageMaker endpoint in both metric widgets
+    # and every endpoint has its own full-width row plotting its SageMaker endpoint's requests, errors and latency
     text = json.dumps(body)
     for ep in eps:
-        row = [w for w in widgets if ep.name + ":" in w["properties"].get("title", "")]
-        assert len(row) == 2 and len({w["y"] for w in row}) == 1, ep.name
-        assert all(ep.sagemaker_endpoint_name in json.dumps(w) for w in row)
-        assert f"### {ep.key}" in text
+        (row,) = [w for w in widgets if w["properties"].get("title", "").startswith(ep.key + ":")]
+        assert row["width"] == m.DASHBOARD_GRID_WIDTH
+        plotted = [r[1] for r in row["properties"]["metrics"] if r[0] != "..."]
+        assert plotted == ["Invocations", "Invocation4XXErrors", "Invocation5XXErrors", "ModelLatency"]
+        assert row["properties"]["metrics"][0][3] == ep.sagemaker_endpoint_name
+        assert f"**{ep.name}**: SageMaker `{ep.sagemaker_endpoint_name}`" in text
 
 
-def test_three_hundred_endpoints_split_into_dashboards_within_the_widget_limit():
-    # GIVEN 300 endpoints (900+ widgets: more than one dashboard holds)
-    eps = fleet(300, namespaces=10)
+@pytest.mark.parametrize(("n", "dashboards"), [(300, 3), (1000, 10)])
+def test_large_fleets_split_into_dashboards_within_the_widget_limit(n: int, dashboards: int):
+    # GIVEN more endpoints than one dashboard shows (100 rows each, for readability)
+    eps = fleet(n, namespaces=10)
     # WHEN laid out
     bodies = layout.dashboard_bodies(eps, INFO)
-    # THEN several dashboards, each within the limit, together naming every endpoint exactly once
-    assert len(bodies) >= 2
-    assert all(len(b["widgets"]) <= m.DASHBOARD_MAX_WIDGETS for b in bodies)
-    seen = [w["properties"]["markdown"].split("\n")[0] for b in bodies for w in b["widgets"]
-            if w["type"] == "text" and w["properties"]["markdown"].startswith("### ")]
-    assert sorted(seen) == sorted(f"### {ep.key}" for ep in eps)
+    # THEN that many dashboards, each within CloudWatch's limit and without overlaps, together giving every endpoint
+    # exactly one row
+    assert len(bodies) == dashboards
+    assert all(len(b["widgets"]) <= m.DASHBOARD_MAX_WIDGETS and _overlaps(b["widgets"]) == [] for b in bodies)
+    rows = [w["properties"]["title"].split(":")[0] for b in bodies for w in b["widgets"]
+            if w["type"] == "metric" and "latency" in w["properties"]["title"]]
+    assert sorted(rows) == sorted(ep.key for ep in eps)
     # and the names tell the parts apart
     assert layout.dashboard_name("Fleet", 0) == "Fleet-inference"
     assert layout.dashboard_name("Fleet", 1) == "Fleet-inference-2"
@@ -87,11 +91,11 @@ def test_alb_panels_search_the_load_balancers_the_controller_names_after_the_nam
     assert all('"k8s-inferenc-"' in e for e in expressions)
 
 
-def test_an_endpoint_without_a_sagemaker_endpoint_gets_a_text_row_only():
+def test_an_endpoint_without_a_sagemaker_endpoint_is_named_but_gets_no_metric_row():
     (body,) = layout.dashboard_bodies([ObservedEndpoint("pods-only", "ns")], INFO)
     rows = [w for w in body["widgets"] if "pods-only" in json.dumps(w)]
     assert [w["type"] for w in rows] == ["text"]
-    assert "No SageMaker endpoint" in rows[0]["properties"]["markdown"]
+    assert "**pods-only**: no SageMaker endpoint" in rows[0]["properties"]["markdown"]
 
 
 def test_the_capture_bucket_and_workgroup_show_only_when_capture_is_on():
