@@ -56,6 +56,7 @@ class InferenceObservability(Construct):
                  settings: Observability, region: str, alarm_topic: sns.ITopic | None = None,
                  capture_bucket: str | None = None, work_group: str | None = None) -> None:
         super().__init__(scope, construct_id)
+        _check_regions(settings, region)
         self.scope_name = scope_name
         self.region = region
         self.endpoints = endpoints
@@ -165,6 +166,17 @@ class InferenceObservability(Construct):
         with open(path, "w") as f:
             json.dump(self.grafana, f, indent=1, sort_keys=True)
         return path
+
+
+def _check_regions(settings: Observability, region: str) -> None:
+    """The topic the alarms notify and the workspace the rules go to must be in the stack's region."""
+    problems = []
+    for path, arn in (("observability.alarms.snsTopicArn", settings.alarms.sns_topic_arn if settings.alarms else None),
+                      ("observability.prometheusWorkspaceArn", settings.prometheus_workspace_arn)):
+        if arn and not re.match(r"^\$\{Token", region) and arn.split(":")[3] != region:
+            problems.append(f"{path}: must be in the stack's region ({region}), got {arn.split(':')[3]}")
+    if problems:
+        raise ValueError("; ".join(problems))
 
 
 def _topic_name(scope: str) -> str:

@@ -164,3 +164,17 @@ def test_an_imported_topic_through_the_construct_props(tmp_path: Path) -> None:
     assert not _of_type(template, "AWS::SNS::Topic")
     # names carry the construct's scope (stack and construct id), so two of these never collide
     assert all(c["Properties"]["AlarmName"].startswith("UserStack-Inference-") for c in composites.values())
+
+
+@pytest.mark.parametrize(("settings", "path"), [
+    ({"alarms": {"snsTopicArn": "arn:aws:sns:eu-west-1:111122223333:oncall"}}, "observability.alarms.snsTopicArn"),
+    ({"prometheusWorkspaceArn": WORKSPACE.replace("us-west-2", "eu-west-1")}, "observability.prometheusWorkspaceArn"),
+])
+def test_a_topic_or_workspace_in_another_region_is_refused(settings: dict[str, Any], path: str) -> None:
+    from hyperpod_inference.config.observability import Observability
+    from hyperpod_inference.constructs.observability import InferenceObservability
+
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="111122223333", region="us-west-2"))
+    with pytest.raises(ValueError, match=rf"{path}: must be in the stack's region \(us-west-2\), got eu-west-1"):
+        InferenceObservability(stack, "Obs", scope_name="S", endpoints=[], region="us-west-2",
+                               settings=Observability.model_validate(settings))

@@ -145,6 +145,22 @@ def test_300_heavy_endpoints_over_10_namespaces_synthesize_within_every_limit(fl
 
 
 @pytest.mark.e2e
+def test_300_heavy_endpoints_get_a_dashboard_row_each_within_cloudwatch_limits(fleet_300: Path) -> None:
+    # GIVEN the 300-endpoint fleet with the default dashboard THEN its dashboards (100 rows each, in the top-level
+    # template) stay within CloudWatch's 500 widgets and together plot every endpoint's SageMaker endpoint once
+    dashboards = [r for t in _templates(fleet_300).values() for r in t["template"]["Resources"].values()
+                  if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    assert len(dashboards) == 3
+    plotted = []
+    for d in dashboards:
+        body = json.loads(d["Properties"]["DashboardBody"])
+        assert len(body["widgets"]) <= 500
+        plotted += [w["properties"]["metrics"][0][3] for w in body["widgets"]
+                    if w["type"] == "metric" and w["properties"]["metrics"][0][0] == "AWS/SageMaker"]
+    assert len(plotted) == len(set(plotted)) == 300
+
+
+@pytest.mark.e2e
 def test_300_heavy_endpoints_custom_resources_validate_strictly(fleet_300: Path) -> None:
     require_crds()
     objs = [o for f in sorted((fleet_300 / "manifests").glob("*.yaml")) for o in yaml.safe_load_all(f.read_text())
