@@ -148,6 +148,8 @@ class HyperPodInference(Construct):
         self._added: list[Endpoint] = []
         self._sealed = False
         self._scope_keys: dict[Construct, str] = {}
+        #: Where each endpoint's alarms go (its manifest's scope: a nested stack with perNamespace), by ns/name.
+        self._alarm_scopes: dict[str, Construct] = {}
         self._durations: dict[int, cdk.Duration] = {}
         self._token_syncs: dict[str, tuple[iam.IRole, set[str | None]]] = {}
         self._warm_groups: dict[str, _WarmGroup] = {}
@@ -261,6 +263,7 @@ class HyperPodInference(Construct):
         scope = scope or self._default_scope(endpoint)
         scope_key = self._scope_key(scope)
         self._added.append(endpoint)
+        self._alarm_scopes[f"{endpoint.namespace}/{endpoint.name}"] = scope
         self.operator.endpoint_added(endpoint)
         name = f"{endpoint.namespace}-{endpoint.name}"
         base_deps = [self._namespace_units[endpoint.namespace]] if endpoint.namespace in self._namespace_units else []
@@ -639,6 +642,7 @@ class HyperPodInference(Construct):
             self.observability = InferenceObservability(
                 self, "Observability", scope_name=self.name_scope, region=self.region, settings=obs,
                 endpoints=observed_endpoints(self._added, obs), alarm_topic=self._alarm_topic,
+                alarm_scopes=self._alarm_scopes,
                 capture_bucket=self.capture.bucket_name if self.capture else None,
                 work_group=self.capture_analytics.work_group_name if self.capture_analytics else None)
         self.fold_outputs()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 
 from aws_cdk import Duration
 from aws_cdk import aws_aps as aps
@@ -46,6 +47,8 @@ class InferenceObservability(Construct):
     :param alarm_topic: the SNS topic the alarms notify, instead of ``alarms.snsTopicArn`` / ``createTopic``.
     :param capture_bucket: the capture bucket's name (its size and object count on the dashboard), if any.
     :param work_group: the Athena workgroup over the captured data (linked from the dashboard), if any.
+    :param alarm_scopes: where each endpoint's alarms go, by ``namespace/name`` (e.g. the nested stack holding the
+        endpoint, so a fleet's alarms spread over its templates like its endpoints). Default: this construct.
 
     Attributes: ``dashboard_names``, ``dashboards``, ``alarms`` (endpoint key -> {kind: alarm}), ``topic``,
     ``rule_groups`` (the RuleGroupsNamespace or None), ``rules`` (the rule file or None), ``grafana`` (the JSON model
@@ -54,7 +57,8 @@ class InferenceObservability(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, scope_name: str, endpoints: list[ObservedEndpoint],
                  settings: Observability, region: str, alarm_topic: sns.ITopic | None = None,
-                 capture_bucket: str | None = None, work_group: str | None = None) -> None:
+                 capture_bucket: str | None = None, work_group: str | None = None,
+                 alarm_scopes: Mapping[str, Construct] | None = None) -> None:
         super().__init__(scope, construct_id)
         _check_regions(settings, region)
         self.scope_name = scope_name
@@ -67,6 +71,8 @@ class InferenceObservability(Construct):
         self.rule_groups: aps.CfnRuleGroupsNamespace | None = None
         self.rules: str | None = None
         self.grafana: dict | None = None
+        self._alarm_scopes = dict(alarm_scopes or {})
+        self._alarm_ids: dict[Construct, Construct] = {}
         if settings.dashboard and endpoints:
             info = layout.StackInfo(scope_name, region, capture_bucket, work_group)
             for i, body in enumerate(layout.dashboard_bodies(endpoints, info)):
@@ -117,11 +123,12 @@ class InferenceObservability(Construct):
                              period=_PERIOD)
 
         key = re.sub(r"[^A-Za-z0-9]", "", f"{ep.namespace.title()}{ep.name.title()}")
+        scope = self._alarm_scope(ep)
         dashboard = self.dashboard_names[0] if self.dashboard_names else None
         out: dict[str, cw.IAlarm] = {}
 
         def alarm(kind: str, construct_id: str, target: cw.IMetric, **kw: object) -> None:
-            out[kind] = cw.Alarm(self, f"{key}{construct_id}", metric=target,
+            out[kind] = cw.Alarm(scope, f"{key}{construct_id}", metric=target,
                                  alarm_name=layout.alarm_name(self.scope_name, ep, kind),
                                  alarm_description=layout.alarm_description(ep, kind, dashboard=dashboard,
                                                                             region=self.region), **kw)
@@ -145,7 +152,7 @@ class InferenceObservability(Construct):
                   comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
                   treat_missing_data=cw.TreatMissingData.BREACHING)
         health = cw.CompositeAlarm(
-            self, f"{key}Health", composite_alarm_name=layout.alarm_name(self.scope_name, ep, "health"),
+            scope, f"{key}Health", composite_alarm_name=layout.alarm_name(self.scope_name, ep, "health"),
             alarm_description=layout.alarm_description(ep, "health", dashboard=dashboard, region=self.region),
             alarm_rule=cw.AlarmRule.any_of(*out.values()))
         assert self.topic is not None
@@ -154,6 +161,16 @@ class InferenceObservability(Construct):
         health.add_ok_action(action)
         out["health"] = health
         return out
+
+    def _alarm_scope(self, ep: ObservedEndpoint) -> Construct:
+        """The endpoint's alarm scope: a child ``Alarms`` of the scope it was given (one per scope), else this."""
+        given = self._alarm_scopes.get(ep.key)
+        if given is None or given is self.node.scope:
+            return self
+        known = self._alarm_ids.get(given)
+        if known is None:
+            known = self._alarm_ids[given] = Construct(given, f"{self.node.id}Alarms")
+        return known
 
     # -------------------------------------------------------------------------------------------------- files
     def write_grafana(self, outdir: str, file_name: str) -> str | None:
