@@ -187,12 +187,16 @@ def test_adding_one_endpoint_changes_no_existing_logical_id_type_or_nesting(
         fleet_300: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     # GIVEN the 300-endpoint fleet  WHEN a 301st endpoint is added (to ns0)
     folder = tmp_path_factory.mktemp("fleet-301")
-    synth(folder, 301, "heavy", **FLEET)
+    synth(folder, 301, "heavy", observability=FLEET_OBSERVABILITY, **FLEET)
     before = template_inventory(fleet_300, "HyperPodInference.template.json")
     after = template_inventory(folder / "cdk.out", "HyperPodInference.template.json")
     # THEN every resource keeps its nesting path, logical ID and type; only the new endpoint's resources are added
     assert {k: v["type"] for k, v in before.items()} == {k: after[k]["type"] for k in before if k in after}
     assert set(before) <= set(after)
     added = sorted(set(after) - set(before))
+    # the 301st row starts a 4th dashboard (100 rows each); the first three keep their bodies' endpoints
+    (dashboard,) = [k for k in added if after[k]["type"] == "AWS::CloudWatch::Dashboard"]
+    assert dashboard.startswith("/ObservabilityDashboard4")
+    added = [k for k in added if after[k]["type"] != "AWS::CloudWatch::Dashboard"]
     assert added and all("Ns0E300" in k.rsplit("/", 1)[1] for k in added), added
     assert all(k.startswith(next(iter(added)).rsplit("/", 1)[0]) for k in added)  # all in ns0's nested stack
