@@ -42,7 +42,7 @@ def test_widget_lines_name_the_metrics_and_their_statistics() -> None:
     assert lines["ns/a: requests, 4xx, 5xx · latency µs (right)"] == [
         "Invocations (Sum)", "Invocation4XXErrors (Sum)", "Invocation5XXErrors (Sum)", "ModelLatency (p50)",
         "ModelLatency (p90)", "ModelLatency (p99)"]
-    assert lines["namespace ns"] == ["**a**: SageMaker `sm-a`"]
+    assert lines["namespace ns"] == ["a: SageMaker `sm-a`"]
 
 
 def test_a_body_with_deploy_time_values_shows_placeholders(tmp_path: Path) -> None:

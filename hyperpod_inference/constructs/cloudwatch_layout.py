@@ -37,9 +37,10 @@ class StackInfo:
     work_group: str | None = None
 
 
-def dashboard_name(scope: str, index: int = 0) -> str:
-    """``<scope>-inference`` (``-2``, ``-3`` ... for the dashboards after the first): letters, digits, - and _."""
-    base = re.sub(r"[^A-Za-z0-9_-]", "-", scope)[:230]
+def dashboard_name(scope: str, region: str, index: int = 0) -> str:
+    """``<scope>-<region>-inference`` (``-2``, ``-3`` ... for the dashboards after the first): letters, digits, -
+    and _. Dashboards are global to the account, so the region is in the name (the same stack in two regions)."""
+    base = re.sub(r"[^A-Za-z0-9_-]", "-", f"{scope}-{region}")[:230]
     return f"{base}-inference" + (f"-{index + 1}" if index else "")
 
 

@@ -76,7 +76,7 @@ class InferenceObservability(Construct):
         if settings.dashboard and endpoints:
             info = layout.StackInfo(scope_name, region, capture_bucket, work_group)
             for i, body in enumerate(layout.dashboard_bodies(endpoints, info)):
-                name = layout.dashboard_name(scope_name, i)
+                name = layout.dashboard_name(scope_name, region, i)
                 self.dashboard_names.append(name)
                 self.dashboards.append(cw.CfnDashboard(self, f"Dashboard{i + 1}" if i else "Dashboard",
                                                        dashboard_name=name, dashboard_body=layout.body_json(body)))

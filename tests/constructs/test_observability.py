@@ -56,7 +56,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory):
 
 def test_the_dashboard_references_every_sagemaker_endpoint(fleet) -> None:
     (dashboard,) = _of_type(fleet.template, "AWS::CloudWatch::Dashboard").values()
-    assert dashboard["Properties"]["DashboardName"] == "HyperPodInference-inference"
+    # dashboards are global to the account: the region is in the name
+    assert dashboard["Properties"]["DashboardName"] == "HyperPodInference-us-west-2-inference"
     body = json.loads(dashboard["Properties"]["DashboardBody"])
     text = json.dumps(body)
     for ep in fleet.stack.config.endpoints:
@@ -78,7 +79,7 @@ def test_alarms_per_endpoint_go_to_the_topic_through_one_composite(fleet) -> Non
     assert len(composites) == 2
     for c in composites.values():
         assert c["Properties"]["AlarmActions"] == [TOPIC] and c["Properties"]["OKActions"] == [TOPIC]
-        assert "#dashboards/dashboard/HyperPodInference-inference" in c["Properties"]["AlarmDescription"]
+        assert "#dashboards/dashboard/HyperPodInference-us-west-2-inference" in c["Properties"]["AlarmDescription"]
 
 
 def test_error_rate_is_metric_math_with_missing_data_not_breaching(fleet) -> None:

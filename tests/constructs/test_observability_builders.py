@@ -77,8 +77,8 @@ def test_large_fleets_split_into_dashboards_within_the_widget_limit(n: int, dash
             if w["type"] == "metric" and "latency" in w["properties"]["title"]]
     assert sorted(rows) == sorted(ep.key for ep in eps)
     # and the names tell the parts apart
-    assert layout.dashboard_name("Fleet", 0) == "Fleet-inference"
-    assert layout.dashboard_name("Fleet", 1) == "Fleet-inference-2"
+    assert layout.dashboard_name("Fleet", "us-west-2", 0) == "Fleet-us-west-2-inference"
+    assert layout.dashboard_name("Fleet", "us-west-2", 1) == "Fleet-us-west-2-inference-2"
 
 
 def test_alb_panels_search_the_load_balancers_the_controller_names_after_the_namespace():
