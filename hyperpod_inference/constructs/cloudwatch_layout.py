@@ -207,7 +207,7 @@ def alarm_description(ep: ObservedEndpoint, kind: str, *, dashboard: str | None,
     }[kind]
     look = f"Dashboard: {dashboard_url(region, dashboard)}. " if dashboard else ""
     text = (f"HyperPod inference {ep.key} (SageMaker endpoint {ep.sagemaker_endpoint_name}): {what}. {look}"
-            f"Status: kubectl get inferenceendpointconfig {ep.name} -n {ep.namespace} -o jsonpath='{{.status}}'. "
+            f"Status: kubectl get {ep.resource} {ep.name} -n {ep.namespace} -o jsonpath='{{.status}}'. "
             "Tune or silence: endpoints[].alarms in the config (docs/observability.md).")
     return text[: m.ALARM_DESCRIPTION_MAX]
 

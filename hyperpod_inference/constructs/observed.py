@@ -41,6 +41,8 @@ class ObservedEndpoint:
     routing: bool = False
     pod_metrics: bool = True
     thresholds: Thresholds | None = None
+    #: The custom resource's kind, lowercased as kubectl takes it.
+    resource: str = "inferenceendpointconfig"
 
     @property
     def key(self) -> str:
@@ -76,5 +78,6 @@ def observed_endpoints(endpoints: Iterable[Endpoint], observability: Observabili
             name=ep.name, namespace=ep.namespace, sagemaker_endpoint_name=ep.sagemaker_endpoint_name,
             url=f"https://{ep.domain_name}" if ep.domain_name else None,
             kv_cache=ep.kv_cache_spec is not None, routing=ep.intelligent_routing_spec is not None,
-            pod_metrics=bool(metrics), thresholds=thresholds_for(ep, observability)))
+            pod_metrics=bool(metrics), thresholds=thresholds_for(ep, observability),
+            resource="jumpstartmodel" if ep.is_jumpstart else "inferenceendpointconfig"))
     return out

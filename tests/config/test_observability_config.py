@@ -74,6 +74,11 @@ def test_endpoint_thresholds_override_the_section_and_enabled_false_turns_them_o
         2.0, 500, 60)
     off = parse_config(_config({"alarms": {"createTopic": True}}, alarms={"enabled": False}))
     assert observed_endpoints(off.endpoints, off.observability)[0].thresholds is None
+    # a workspace alone gives every endpoint the documented default thresholds (for its alerting rules)
+    rules_only = parse_config(_config({"prometheusWorkspaceArn": WORKSPACE}))
+    (ep,) = observed_endpoints(rules_only.endpoints, rules_only.observability)
+    assert (ep.thresholds.error_rate_percent, ep.thresholds.p99_latency_ms, ep.thresholds.evaluation_periods,
+            ep.thresholds.no_invocations_minutes) == (5.0, 10_000, 3, None)
     # and without an alarms section or a workspace there are no thresholds at all
     plain = parse_config(_config())
     assert observed_endpoints(plain.endpoints, plain.observability)[0].thresholds is None

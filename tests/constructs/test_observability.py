@@ -106,6 +106,7 @@ def test_error_rate_is_metric_math_with_missing_data_not_breaching(fleet) -> Non
 def test_the_rule_group_selects_every_endpoint_and_promtool_accepts_it(fleet, tmp_path: Path) -> None:
     (group,) = _of_type(fleet.template, "AWS::APS::RuleGroupsNamespace").values()
     assert group["Properties"]["Workspace"] == WORKSPACE
+    assert group["Properties"]["Name"] == "HyperPodInference-inference"
     data = group["Properties"]["Data"]
     assert '{namespace="inference",resource_name=~"llama|pods-only|qwen-chat"}' in data
     promtool = shutil.which("promtool")

@@ -136,6 +136,10 @@ def test_alarm_texts_name_the_endpoint_link_the_dashboard_and_fit_cloudwatch_lim
         assert "#dashboards/dashboard/S-inference" in text and "docs/observability.md" in text
     assert "more than 5% of invocations failed" in layout.alarm_description(ep, "error-rate", dashboard=None,
                                                                              region="us-west-2")
+    # the status command names the endpoint's own kind
+    jsm = ObservedEndpoint("j", "ns", "sm-j", thresholds=T, resource="jumpstartmodel")
+    assert "kubectl get jumpstartmodel j -n ns -o jsonpath='{.status}'" in layout.alarm_description(
+        jsm, "health", dashboard=None, region="us-west-2")
 
 
 # ---------------------------------------------------------------------------------------------- prometheus
