@@ -72,6 +72,8 @@ diagram: $(STAMP)
 # make dashboards: docs/dashboard-preview.png and one PNG per stack under $(OUT)/dashboards/ (the CloudWatch layout)
 dashboards: $(STAMP)
 	@ls $(OUT)/*.template.json >/dev/null 2>&1 || $(MAKE) synth
+	@test -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update || true; $$SUDO apt-get install -y --no-install-recommends fonts-dejavu-core; }
 	$(BIN)/python tools/dashboard_preview.py --cdk-out $(OUT) --docs-png docs/dashboard-preview.png
 
 clean:
