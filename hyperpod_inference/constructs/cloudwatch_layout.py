@@ -155,6 +155,11 @@ def _split(endpoints: list[ObservedEndpoint]) -> list[list[ObservedEndpoint]]:
     return parts
 
 
+def dashboard_of(endpoints: list[ObservedEndpoint]) -> dict[str, int]:
+    """Which dashboard (0, 1, ...) shows each endpoint's row, by ``namespace/name``."""
+    return {ep.key: i for i, part in enumerate(_split(endpoints)) for ep in part} if endpoints else {}
+
+
 def dashboard_bodies(endpoints: list[ObservedEndpoint], info: StackInfo) -> list[dict[str, Any]]:
     """One body per dashboard (usually one): header, then per namespace its load balancers and its endpoints."""
     if not endpoints:

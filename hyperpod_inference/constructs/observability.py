@@ -73,6 +73,7 @@ class InferenceObservability(Construct):
         self.grafana: dict | None = None
         self._alarm_scopes = dict(alarm_scopes or {})
         self._alarm_ids: dict[Construct, Construct] = {}
+        self._dashboard_of = layout.dashboard_of(endpoints)
         if settings.dashboard and endpoints:
             info = layout.StackInfo(scope_name, region, capture_bucket, work_group)
             for i, body in enumerate(layout.dashboard_bodies(endpoints, info)):
@@ -124,7 +125,7 @@ class InferenceObservability(Construct):
 
         key = re.sub(r"[^A-Za-z0-9]", "", f"{ep.namespace.title()}{ep.name.title()}")
         scope = self._alarm_scope(ep)
-        dashboard = self.dashboard_names[0] if self.dashboard_names else None
+        dashboard = self.dashboard_names[self._dashboard_of[ep.key]] if self.dashboard_names else None
         out: dict[str, cw.IAlarm] = {}
 
         def alarm(kind: str, construct_id: str, target: cw.IMetric, **kw: object) -> None:

@@ -76,6 +76,12 @@ def test_large_fleets_split_into_dashboards_within_the_widget_limit(n: int, dash
     rows = [w["properties"]["title"].split(":")[0] for b in bodies for w in b["widgets"]
             if w["type"] == "metric" and "latency" in w["properties"]["title"]]
     assert sorted(rows) == sorted(ep.key for ep in eps)
+    # and an alarm links the dashboard that shows its endpoint
+    where = layout.dashboard_of(eps)
+    for i, b in enumerate(bodies):
+        shown = {w["properties"]["title"].split(":")[0] for w in b["widgets"] if "latency" in w["properties"]
+                 .get("title", "")}
+        assert shown == {k for k, d in where.items() if d == i}
     # and the names tell the parts apart
     assert layout.dashboard_name("Fleet", "us-west-2", 0) == "Fleet-us-west-2-inference"
     assert layout.dashboard_name("Fleet", "us-west-2", 1) == "Fleet-us-west-2-inference-2"
