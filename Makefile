@@ -26,8 +26,13 @@ INIT_OUTPUT ?= my-cluster.yaml
 DOCTOR_ARGS ?=
 OUTPUTS_FILE ?= outputs.json
 
-.PHONY: synth test lint deps clean schema bench diagram init doctor bootstrap deploy destroy
-deps: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP)
+.PHONY: synth test lint deps clean schema bench diagram dashboards promtool init doctor bootstrap deploy destroy
+deps: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) promtool
+
+# promtool (Debian's prometheus package): the tests check the Prometheus rule files with it
+promtool:
+	@command -v promtool >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update || true; $$SUDO apt-get install -y --no-install-recommends prometheus; }
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -88,6 +93,13 @@ diagram: $(STAMP)
 	@command -v dot >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update || true; $$SUDO apt-get install -y --no-install-recommends graphviz; }
 	$(BIN)/python tools/diagram.py --cdk-out $(OUT) --dot docs/architecture.dot --png docs/architecture.png
+
+# make dashboards: docs/dashboard-preview.png and one PNG per stack under $(OUT)/dashboards/ (the CloudWatch layout)
+dashboards: $(STAMP)
+	@ls $(OUT)/*.template.json >/dev/null 2>&1 || $(MAKE) synth
+	@test -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update || true; $$SUDO apt-get install -y --no-install-recommends fonts-dejavu-core; }
+	$(BIN)/python tools/dashboard_preview.py --cdk-out $(OUT) --docs-png docs/dashboard-preview.png
 
 clean:
 	rm -rf $(OUT) .pytest_cache

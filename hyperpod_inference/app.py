@@ -62,7 +62,10 @@ def build_all(app: cdk.App, paths: list[str], *, nag: bool = True) -> list[Hyper
 
 
 def write_all_manifests(stacks: list[HyperPodInferenceStack], assembly_dir: str) -> None:
-    """Review copies: ``manifests/`` for one stack, ``manifests/<stack>/`` for several."""
+    """Review copies: ``manifests/`` for one stack, ``manifests/<stack>/`` for several; the Grafana dashboards in
+    ``dashboards/<stack>.json``."""
+    for stack in stacks:
+        stack.inference.write_dashboards(assembly_dir)
     if len(stacks) == 1:
         stacks[0].write_manifests(assembly_dir)
         return

@@ -29,6 +29,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_route53 as route53
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct, IValidation
 
 from . import outputs as commands
@@ -46,6 +47,8 @@ from .constructs.endpoint_verification import EndpointVerification
 from .constructs.irsa import ServiceAccountRef, ServiceAccountRole
 from .constructs.lazy import is_unresolved
 from .constructs.model_access import grant_model_read, grant_secret_read
+from .constructs.observability import InferenceObservability
+from .constructs.observed import observed_endpoints
 from .delivery import MAX_OUTPUTS, ManifestDelivery, ManifestUnit, pascal, stack_limit_problems, template_counts
 from .facts import naming
 from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
@@ -98,18 +101,21 @@ class HyperPodInference(Construct):
     :param execution_role: the operator's execution role (``install: existing``) instead of
         ``operator.executionRoleArn``; its name must start with ``SageMakerHyperPodInference`` when literal. Its trust
         cannot be checked: a warning says so.
+    :param alarm_topic: the SNS topic the alarms notify (an imported ``sns.ITopic``) instead of
+        ``observability.alarms.snsTopicArn`` / ``createTopic``.
 
     Attributes: ``execution_role``, ``tls_bucket``, ``capture`` (DataCaptureStorage, once an endpoint captures),
     ``capture_analytics`` (CaptureAnalytics: Glue tables, Athena workgroup and queries, with ``capture``),
     ``domain`` (CustomDomain, once an endpoint has a domain name), ``endpoints`` (chart name -> InferenceEndpoint),
-    ``custom_resources`` and ``manifest_resources`` (chart name -> custom resource / KubernetesManifest).
+    ``custom_resources`` and ``manifest_resources`` (chart name -> custom resource / KubernetesManifest),
+    ``observability`` (InferenceObservability: dashboards, alarms, Prometheus rules; set at synth).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HyperPodConfig,
                  cluster: eks.ICluster | None = None, capture_bucket: s3.IBucket | None = None,
                  capture_key: kms.IKey | None = None, tls_bucket: s3.IBucket | None = None,
                  hosted_zone: route53.IHostedZone | None = None, certificate: acm.ICertificate | None = None,
-                 execution_role: iam.IRole | None = None) -> None:
+                 execution_role: iam.IRole | None = None, alarm_topic: sns.ITopic | None = None) -> None:
         super().__init__(scope, construct_id)
         # The synth-time work (_finalize) runs when the aspect visits this childless construct: first among this
         # construct's children, so what it adds is visited by every aspect too, and the aspect is called back once
@@ -118,7 +124,8 @@ class HyperPodInference(Construct):
         self.stack = cdk.Stack.of(self)
         self._validate_props(config, cluster, execution_role)
         self._validate_resource_props(config, capture_bucket=capture_bucket, capture_key=capture_key,
-                                      tls_bucket=tls_bucket, hosted_zone=hosted_zone, certificate=certificate)
+                                      tls_bucket=tls_bucket, hosted_zone=hosted_zone, certificate=certificate,
+                                      alarm_topic=alarm_topic)
         # What the names the library chooses carry, so two stacks (or two of these in one stack) never collide: the
         # stack's name, and this construct's id unless it is Default.
         self.name_scope = naming.name_scope(self.stack.stack_name, construct_id)
@@ -143,6 +150,8 @@ class HyperPodInference(Construct):
         self._added: list[Endpoint] = []
         self._sealed = False
         self._scope_keys: dict[Construct, str] = {}
+        #: Where each endpoint's alarms go (its manifest's scope: a nested stack with perNamespace), by ns/name.
+        self._alarm_scopes: dict[str, Construct] = {}
         self._durations: dict[int, cdk.Duration] = {}
         self._token_syncs: dict[str, tuple[iam.IRole, set[str | None]]] = {}
         self._warm_groups: dict[str, _WarmGroup] = {}
@@ -170,6 +179,8 @@ class HyperPodInference(Construct):
         self._global_outputs()
         self.node.add_validation(_SizeLimits(self))
         self.keda_triggers: KedaTriggerAccess | None = None
+        self._alarm_topic = alarm_topic
+        self.observability: InferenceObservability | None = None
         cdk.Aspects.of(self._synth_hook).add(_Finalize(self))
 
     # ------------------------------------------------------------------------------------------------- props
@@ -241,6 +252,13 @@ class HyperPodInference(Construct):
                 and zone.zone_name.rstrip(".") != domain.zone_name.rstrip("."):
             problems.append(f"hosted_zone: its name is {zone.zone_name!r}, but domain.zoneName is "
                             f"{domain.zone_name!r}")
+        alarms = config.observability.alarms
+        if alarms is not None and props["alarm_topic"] is not None and (alarms.sns_topic_arn or alarms.create_topic):
+            problems.append("alarm_topic: given, and the config sets observability.alarms.snsTopicArn or createTopic "
+                            "too; give one")
+        if alarms is not None and props["alarm_topic"] is None and not (alarms.sns_topic_arn or alarms.create_topic):
+            problems.append("observability.alarms: needs snsTopicArn or createTopic: true (where the alarms go), or "
+                            "an imported sns.ITopic as the alarm_topic prop")
         if props["certificate"] is not None and domain is not None and domain.wildcard is not None:
             problems.append("certificate: given, so domain.wildcard (which shapes an issued certificate) does not "
                             "apply; leave domain.wildcard out")
@@ -311,6 +329,7 @@ class HyperPodInference(Construct):
         scope = scope or self._default_scope(endpoint)
         scope_key = self._scope_key(scope)
         self._added.append(endpoint)
+        self._alarm_scopes[f"{endpoint.namespace}/{endpoint.name}"] = scope
         self.operator.endpoint_added(endpoint)
         name = naming.endpoint_unit_name(endpoint.namespace, endpoint.name)
         base_deps = [self._namespace_units[endpoint.namespace]] if endpoint.namespace in self._namespace_units else []
@@ -673,6 +692,14 @@ class HyperPodInference(Construct):
             roles = self.operator.dependency_roles
             self.keda_triggers = KedaTriggerAccess(self, "KedaTriggers", endpoints=self._added, account=self.account,
                                                    keda_role=roles.keda_role if roles is not None else None)
+        obs = self.config.observability
+        if self.observability is None and (obs.creates_anything or self._alarm_topic is not None):
+            self.observability = InferenceObservability(
+                self, "Observability", scope_name=self.name_scope, region=self.region, settings=obs,
+                endpoints=observed_endpoints(self._added, obs), alarm_topic=self._alarm_topic,
+                alarm_scopes=self._alarm_scopes,
+                capture_bucket=self.capture.bucket_name if self.capture else None,
+                work_group=self.capture_analytics.work_group_name if self.capture_analytics else None)
         self.fold_outputs()
 
     def fold_outputs(self) -> None:
@@ -735,6 +762,10 @@ class HyperPodInference(Construct):
         """Write ``<outdir>/manifests/<chart>.yaml`` (one file per chart)."""
         self._seal()
         return self.delivery.write(self.stack, outdir)
+
+    def write_dashboards(self, outdir: str) -> str | None:
+        """Write ``<outdir>/dashboards/<stack>.json``, the Grafana dashboard (after synth; None when it is off)."""
+        return self.observability.write_grafana(outdir, self.stack.stack_name) if self.observability else None
 
 
 @dataclass

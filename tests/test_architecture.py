@@ -13,6 +13,9 @@ against the table:
 | ops/ (init.py, doctor.py, aws.py, kube.py, cli.py) | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
 | composition (inference.py, stack.py, app.py, manifests.py, __init__.py, __main__.py, any other top-level module) | all |
 | nvme_agent/, lambda/ | nothing of the package |
+
+The pure builders of the AWS side (``JSII_FREE``: dashboard layout, Prometheus rules, Grafana JSON, the observed
+endpoint values) import neither aws_cdk nor constructs, jsii or cdk8s, so they are tested without a jsii kernel.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ STDLIB_ONLY = {"facts"}
 NEVER_IMPORTS: dict[str, set[str]] = {"ops": {"aws_cdk", "jsii", "constructs", "cdk8s", "cdk8s_plus_28"}}
 #: The modules of the parts that name them (a new module must be added here).
 MODULES: dict[str, set[str]] = {"ops": {"__init__", "aws", "cli", "doctor", "init", "kube"}}
+#: Modules (relative to the package) that must not import the CDK or jsii.
+JSII_FREE = ("constructs/observed.py", "constructs/cloudwatch_layout.py", "constructs/prometheus_rules.py",
+             "constructs/grafana_dashboard.py")
+JSII_MODULES = {"aws_cdk", "constructs", "jsii", "cdk8s", "cdk8s_plus_28", "cdk_nag"}
 _IMPORT_FUNCTIONS = {"import_module", "__import__"}
 
 
@@ -136,7 +143,29 @@ def violations(package_dir: Path) -> list[str]:
     return sorted(set(problems))
 
 
+def jsii_imports(package_dir: Path, rel: str) -> list[str]:
+    """The CDK / jsii modules ``rel`` imports (directly), as ``file:line: target``."""
+    path = package_dir / rel
+    return [f"{a.source}:{a.line}: {a.target}" for a in imports_of(package_dir, path)
+            if a.target.split(".")[0] in JSII_MODULES]
+
+
 # --------------------------------------------------------------------------------------------------------- tests
+def test_the_pure_builders_import_no_cdk_or_jsii():
+    # GIVEN the builder modules the observability construct realizes / THEN none of them imports the CDK or jsii,
+    # and neither does anything of the package they import
+    for rel in JSII_FREE:
+        assert jsii_imports(PACKAGE_DIR, rel) == [], rel
+        for arrow in imports_of(PACKAGE_DIR, PACKAGE_DIR / rel):
+            if arrow.target.startswith("hyperpod_inference.constructs."):
+                target = arrow.target.split(".", 1)[1].replace(".", "/") + ".py"
+                assert target in JSII_FREE, f"{rel} imports {arrow.target}, which is not jsii-free"
+
+
+def test_the_jsii_free_check_catches_a_cdk_import(tmp_path):
+    root = _package(tmp_path, {"constructs/observed.py": "from aws_cdk import Duration\n"})
+    assert jsii_imports(root, "constructs/observed.py") == ["pkg/constructs/observed.py:1: aws_cdk"]
+
 
 def test_the_package_keeps_the_import_contract():
     # GIVEN every module of the package / WHEN its imports are read / THEN no arrow breaks the parts table

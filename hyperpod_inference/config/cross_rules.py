@@ -391,4 +391,8 @@ def cluster_import_problems(config: Any, *, env_given: bool = False) -> list[tup
     for attr, alias in IMPORT_FIELDS:
         if getattr(config.cluster, attr) is None:
             out.append((f"cluster.{alias}", f"required by HyperPodInferenceStack ({how})"))
+    alarms = config.observability.alarms
+    if alarms is not None and alarms.sns_topic_arn is None and not alarms.create_topic:
+        out.append(("observability.alarms", "needs snsTopicArn or createTopic: true (where the alarms go); only a "
+                                            "HyperPodInference in your own stack can take an sns.ITopic instead"))
     return out

@@ -33,6 +33,7 @@ from .base import (
 )
 from .capture import DataCapture
 from .model_source import ModelSource
+from .observability import EndpointAlarms
 from .production import (
     AutoScalingSpec,
     CrdPaths,
@@ -226,6 +227,7 @@ class Endpoint(Strict):
         "spec_overrides": NoCrd("merged last into the resource's spec as given (RFC 7386)"),
         "spec_overrides_unchecked": NoCrd("how the config checks specOverrides"),
         "stack_group": NoCrd("AWS side, not the custom resource (which nested stack holds the endpoint)"),
+        "alarms": NoCrd("AWS side, not the custom resource (this endpoint's CloudWatch alarms and alerting rules)"),
     }
     name: Annotated[str, StringConstraints(pattern=rules.DNS1123_LABEL, max_length=63)] = Field(
         description="metadata.name and spec.modelName: a DNS-1123 label (stricter than the CRD's modelName pattern, "
@@ -322,6 +324,8 @@ class Endpoint(Strict):
                                   "goes to (endpoints of one namespace and group share one nested stack); splits a "
                                   "namespace that outgrows one template. Changing it moves (deletes and re-creates) "
                                   "the endpoint.")
+    alarms: EndpointAlarms | None = None
+    """This endpoint's alarm thresholds, or enabled: false to turn its alarms off (observability.alarms)."""
     spec_overrides: dict[str, Any] | None = Field(
         default=None, description="An RFC 7386 JSON merge patch applied last to the resource's spec, for fields the "
                                   "library does not model. Refused on paths it writes or models; every path is "

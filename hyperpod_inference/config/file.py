@@ -26,6 +26,7 @@ from .cluster import Cluster, Env
 from .cross_rules import ConfigView, cross_problems
 from .domain import Domain
 from .endpoint import Endpoint
+from .observability import Observability
 from .operator import Manifests, Operator
 from .production import (
     CrdPaths,
@@ -87,6 +88,7 @@ class HyperPodConfig(Strict):
         "stack_name": NoCrd("AWS side, not the custom resource (the CloudFormation stack's name)"),
         "stack_layout": NoCrd("AWS side, not the custom resource (how the stack nests its templates)"),
         "acknowledge_warnings": NoCrd("the config's own warnings"),
+        "observability": NoCrd("AWS side: dashboards, alarms and Prometheus rules over the endpoints"),
     }
     api_version: Literal["hyperpod-inference/v1"]
     """The config file's version: hyperpod-inference/v1."""
@@ -117,6 +119,8 @@ class HyperPodConfig(Strict):
                                       "for fleets beyond one template's limits. Changing it on a deployed stack moves "
                                       "every endpoint's manifest, which deletes and re-creates the endpoints "
                                       "(docs/fleets.md).")
+    observability: Observability = Field(default_factory=Observability)
+    """Dashboards (on by default), alarms and Prometheus rules over the endpoints (docs/observability.md)."""
 
     acknowledge_warnings: list[WarningAcknowledgment] = Field(
         default_factory=list, description="Warnings acknowledged on purpose, each with its reason: {id, endpoint?, "

@@ -33,12 +33,16 @@ CONTEXT = {k: v for k, v in json.loads((REPO / "cdk.json").read_text())["context
            if k not in ("config", "stackName")}
 
 
-def synth(folder: Path, n: int, profile: str = "common", **options: Any) -> dict[str, dict[str, Any]]:
+def synth(folder: Path, n: int, profile: str = "common", observability: dict[str, Any] | None = None,
+          **options: Any) -> dict[str, dict[str, Any]]:
     """Template file name -> (template, size in bytes) for a generated config of n endpoints (``options``: of
     ``gen_config.dump``); the review manifests are written to ``<folder>/cdk.out/manifests/``."""
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / f"{profile}-{n}.yaml"
-    config.write_text(GEN.dump(n, profile, **options))
+    text = GEN.dump(n, profile, **options)
+    if observability is not None:
+        text = yaml.safe_dump(yaml.safe_load(text) | {"observability": observability}, sort_keys=False)
+    config.write_text(text)
     out = folder / "cdk.out"
     app = cdk.App(outdir=str(out), context=CONTEXT)
     stack = build(app, str(config), nag=False)
@@ -105,12 +109,14 @@ def test_common_profile_resources_per_endpoint(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------- fleets: 300 heavy endpoints, nested
 FLEET = {"namespace_count": 10, "layout": "perNamespace"}
+#: The fleet also has alarms: each endpoint's go to its namespace's nested stack, like its manifest.
+FLEET_OBSERVABILITY = {"alarms": {"createTopic": True, "noInvocationsMinutes": 30}}
 
 
 @pytest.fixture(scope="module")
 def fleet_300(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("fleet-300")
-    synth(folder, 300, "heavy", **FLEET)
+    synth(folder, 300, "heavy", observability=FLEET_OBSERVABILITY, **FLEET)
     return folder / "cdk.out"
 
 
@@ -145,6 +151,28 @@ def test_300_heavy_endpoints_over_10_namespaces_synthesize_within_every_limit(fl
 
 
 @pytest.mark.e2e
+def test_300_heavy_endpoints_get_a_dashboard_row_each_within_cloudwatch_limits(fleet_300: Path) -> None:
+    # GIVEN the 300-endpoint fleet with the default dashboard THEN its dashboards (100 rows each, in the top-level
+    # template) stay within CloudWatch's 500 widgets and together plot every endpoint's SageMaker endpoint once
+    templates = _templates(fleet_300)
+    dashboards = [r for t in templates.values() for r in t["template"]["Resources"].values()
+                  if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    assert len(dashboards) == 3
+    plotted = []
+    for d in dashboards:
+        body = json.loads(d["Properties"]["DashboardBody"])
+        assert len(body["widgets"]) <= 500
+        plotted += [w["properties"]["metrics"][0][3] for w in body["widgets"]
+                    if w["type"] == "metric" and w["properties"]["metrics"][0][0] == "AWS/SageMaker"]
+    assert len(plotted) == len(set(plotted)) == 300
+    # and every endpoint's alarms (error rate, p99, no invocations, the composite) sit in its namespace's stack
+    composites = {n: sum(1 for r in t["template"]["Resources"].values() if r["Type"] == "AWS::CloudWatch::CompositeAlarm")
+                  for n, t in templates.items()}
+    assert sum(composites.values()) == 300
+    assert all(count == 30 for n, count in composites.items() if count), composites
+
+
+@pytest.mark.e2e
 def test_300_heavy_endpoints_custom_resources_validate_strictly(fleet_300: Path) -> None:
     require_crds()
     objs = [o for f in sorted((fleet_300 / "manifests").glob("*.yaml")) for o in yaml.safe_load_all(f.read_text())
@@ -159,12 +187,16 @@ def test_adding_one_endpoint_changes_no_existing_logical_id_type_or_nesting(
         fleet_300: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     # GIVEN the 300-endpoint fleet  WHEN a 301st endpoint is added (to ns0)
     folder = tmp_path_factory.mktemp("fleet-301")
-    synth(folder, 301, "heavy", **FLEET)
+    synth(folder, 301, "heavy", observability=FLEET_OBSERVABILITY, **FLEET)
     before = template_inventory(fleet_300, "HyperPodInference.template.json")
     after = template_inventory(folder / "cdk.out", "HyperPodInference.template.json")
     # THEN every resource keeps its nesting path, logical ID and type; only the new endpoint's resources are added
     assert {k: v["type"] for k, v in before.items()} == {k: after[k]["type"] for k in before if k in after}
     assert set(before) <= set(after)
     added = sorted(set(after) - set(before))
+    # the 301st row starts a 4th dashboard (100 rows each); the first three keep their bodies' endpoints
+    (dashboard,) = [k for k in added if after[k]["type"] == "AWS::CloudWatch::Dashboard"]
+    assert dashboard.startswith("/ObservabilityDashboard4")
+    added = [k for k in added if after[k]["type"] != "AWS::CloudWatch::Dashboard"]
     assert added and all("Ns0E300" in k.rsplit("/", 1)[1] for k in added), added
     assert all(k.startswith(next(iter(added)).rsplit("/", 1)[0]) for k in added)  # all in ns0's nested stack

@@ -1,0 +1,83 @@
+"""What the observability builders need of each endpoint, as plain values (no aws_cdk: testable without jsii).
+
+:func:`observed_endpoints` turns config endpoints and the ``observability`` section into :class:`ObservedEndpoint`
+values: names, the SageMaker endpoint name, the features that add panels, and the resolved alarm thresholds
+(the endpoint's ``alarms`` over ``observability.alarms``; None when the endpoint's alarms are off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..config.models import Endpoint
+from ..config.observability import (
+    DEFAULT_ERROR_RATE_PERCENT,
+    DEFAULT_EVALUATION_PERIODS,
+    DEFAULT_P99_LATENCY_MS,
+    Observability,
+)
+
+#: AWS's troubleshooting page for HyperPod model deployment (the project's own is docs/troubleshooting.md).
+TROUBLESHOOTING_URL = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                       "sagemaker-hyperpod-model-deployment-ts-deployment-issues.html")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    error_rate_percent: float
+    p99_latency_ms: int
+    evaluation_periods: int
+    no_invocations_minutes: int | None
+
+
+@dataclass(frozen=True)
+class ObservedEndpoint:
+    name: str
+    namespace: str
+    sagemaker_endpoint_name: str | None = None
+    url: str | None = None
+    kv_cache: bool = False
+    routing: bool = False
+    pod_metrics: bool = True
+    thresholds: Thresholds | None = None
+    #: The custom resource's kind, lowercased as kubectl takes it.
+    resource: str = "inferenceendpointconfig"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def thresholds_for(endpoint: Endpoint, observability: Observability) -> Thresholds | None:
+    """The endpoint's alarm thresholds, or None (no alarms section, or the endpoint's alarms are off)."""
+    base = observability.alarms
+    own = endpoint.alarms
+    if own is not None and not own.enabled:
+        return None
+    if base is None and observability.prometheus_workspace_arn is None:
+        return None
+    def pick(name: str, default: object) -> object:
+        value = getattr(own, name, None) if own is not None else None
+        if value is None and base is not None:
+            value = getattr(base, name)
+        return default if value is None else value
+
+    return Thresholds(
+        error_rate_percent=float(pick("error_rate_percent", DEFAULT_ERROR_RATE_PERCENT)),  # type: ignore[arg-type]
+        p99_latency_ms=int(pick("p99_latency_ms", DEFAULT_P99_LATENCY_MS)),  # type: ignore[call-overload]
+        evaluation_periods=int(base.evaluation_periods if base is not None else DEFAULT_EVALUATION_PERIODS),
+        no_invocations_minutes=pick("no_invocations_minutes", None))  # type: ignore[arg-type]
+
+
+def observed_endpoints(endpoints: Iterable[Endpoint], observability: Observability) -> list[ObservedEndpoint]:
+    out = []
+    for ep in endpoints:
+        metrics = ep.metrics.enabled if ep.metrics is not None and ep.metrics.enabled is not None else True
+        out.append(ObservedEndpoint(
+            name=ep.name, namespace=ep.namespace, sagemaker_endpoint_name=ep.sagemaker_endpoint_name,
+            url=f"https://{ep.domain_name}" if ep.domain_name else None,
+            kv_cache=ep.kv_cache_spec is not None, routing=ep.intelligent_routing_spec is not None,
+            pod_metrics=bool(metrics), thresholds=thresholds_for(ep, observability),
+            resource="jumpstartmodel" if ep.is_jumpstart else "inferenceendpointconfig"))
+    return out

@@ -1,0 +1,167 @@
+"""Every metric, dimension and label the dashboards, alarms and Prometheus rules use, each with its source.
+
+A metric that is not in these tables is not used anywhere in the library (a test checks the builders against them).
+Sources were checked on 2026-12-01; ``note`` says where a source leaves something open.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: AWS documentation pages and operator assets the tables cite.
+HYPERPOD_OBSERVABILITY_DOC = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                              "sagemaker-hyperpod-model-deployment-observability.html")
+HYPERPOD_AUTOSCALING_DOC = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                            "sagemaker-hyperpod-model-deployment-autoscaling.html")
+HYPERPOD_GRAFANA_ASSET = ("https://github.com/aws/sagemaker-hyperpod-cluster-setup/blob/main/eks/cloudformation/"
+                          "resources/observability-assets-creation/dashboards/templates/inference.json")
+SAGEMAKER_METRICS_DOC = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html"
+SAGEMAKER_MULTI_CONTAINER_DOC = "https://docs.aws.amazon.com/sagemaker/latest/dg/multi-container-metrics.html"
+ALB_METRICS_DOC = ("https://docs.aws.amazon.com/elasticloadbalancing/latest/application/"
+                   "load-balancer-cloudwatch-metrics.html")
+ALB_CONTROLLER_NAMING = ("https://github.com/kubernetes-sigs/aws-load-balancer-controller/blob/main/pkg/ingress/"
+                         "model_build_load_balancer.go")
+S3_METRICS_DOC = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html"
+DASHBOARD_BODY_DOC = ("https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/"
+                      "CloudWatch-Dashboard-Body-Structure.html")
+PUT_METRIC_ALARM_DOC = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html"
+PUT_COMPOSITE_ALARM_DOC = ("https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/"
+                           "API_PutCompositeAlarm.html")
+
+
+@dataclass(frozen=True)
+class CloudWatchMetric:
+    namespace: str
+    name: str
+    unit: str
+    statistics: tuple[str, ...]
+    dimensions: tuple[str, ...]
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PromMetric:
+    name: str
+    kind: str  # counter | gauge | histogram
+    unit: str
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PromLabel:
+    name: str
+    meaning: str
+    source: str
+
+
+# ---------------------------------------------------------------------------------------------------- CloudWatch
+SAGEMAKER_NS = "AWS/SageMaker"
+ALB_NS = "AWS/ApplicationELB"
+S3_NS = "AWS/S3"
+#: The one variant a HyperPod-registered endpoint has (the autoscaling doc's CloudWatch trigger uses it).
+VARIANT = "AllTraffic"
+_SM_DIMS = ("EndpointName", "VariantName")
+_HYPERPOD_NOTE = ("AWS documents Invocations for a HyperPod-registered endpoint (autoscaling doc); the page does not "
+                  "list which other AWS/SageMaker metrics it emits, so alarms on this one treat missing data as "
+                  "not breaching")
+
+CLOUDWATCH: dict[str, CloudWatchMetric] = {m.name: m for m in (
+    CloudWatchMetric(SAGEMAKER_NS, "Invocations", "None (count)", ("Sum", "SampleCount"), _SM_DIMS,
+                     HYPERPOD_AUTOSCALING_DOC + " ; " + SAGEMAKER_MULTI_CONTAINER_DOC,
+                     "the HyperPod autoscaling example's CloudWatch trigger (EndpointName, VariantName=AllTraffic)"),
+    CloudWatchMetric(SAGEMAKER_NS, "Invocation4XXErrors", "None (count)", ("Average", "Sum"), _SM_DIMS,
+                     SAGEMAKER_METRICS_DOC + " ; " + SAGEMAKER_MULTI_CONTAINER_DOC, _HYPERPOD_NOTE),
+    CloudWatchMetric(SAGEMAKER_NS, "Invocation5XXErrors", "None (count)", ("Average", "Sum"), _SM_DIMS,
+                     SAGEMAKER_METRICS_DOC + " ; " + SAGEMAKER_MULTI_CONTAINER_DOC, _HYPERPOD_NOTE),
+    CloudWatchMetric(SAGEMAKER_NS, "ModelLatency", "Microseconds", ("Average", "Sum", "Min", "Max", "pNN"), _SM_DIMS,
+                     SAGEMAKER_METRICS_DOC, _HYPERPOD_NOTE),
+    CloudWatchMetric(ALB_NS, "RequestCount", "Count", ("Sum",), ("LoadBalancer",), ALB_METRICS_DOC,
+                     "reported only while requests flow; the ALB is named by the load balancer controller"),
+    CloudWatchMetric(ALB_NS, "HTTPCode_Target_4XX_Count", "Count", ("Sum",), ("LoadBalancer",), ALB_METRICS_DOC),
+    CloudWatchMetric(ALB_NS, "HTTPCode_Target_5XX_Count", "Count", ("Sum",), ("LoadBalancer",), ALB_METRICS_DOC),
+    CloudWatchMetric(ALB_NS, "TargetResponseTime", "Seconds", ("Average", "pNN"), ("LoadBalancer",),
+                     ALB_METRICS_DOC),
+    CloudWatchMetric(S3_NS, "BucketSizeBytes", "Bytes", ("Average", "Maximum"), ("BucketName", "StorageType"),
+                     S3_METRICS_DOC, "daily; StorageType=StandardStorage"),
+    CloudWatchMetric(S3_NS, "NumberOfObjects", "Count", ("Average",), ("BucketName", "StorageType"),
+                     S3_METRICS_DOC, "daily; StorageType=AllStorageTypes"),
+)}
+
+#: The ALB the operator's load balancer controller creates for an Ingress outside a group is named
+#: ``k8s-<namespace, alphanumerics, first 8>-<ingress name, first 8>-<hash>`` (the controller's buildLoadBalancerName),
+#: so a SEARCH for that prefix finds the namespace's load balancers.
+ALB_NAME_PREFIX = "k8s-"
+ALB_NAME_NAMESPACE_CHARS = 8
+
+
+def alb_name_prefix(namespace: str) -> str:
+    """``k8s-<first 8 alphanumerics of the namespace>-``: the start of every ALB name of that namespace."""
+    return f"{ALB_NAME_PREFIX}{''.join(c for c in namespace if c.isalnum())[:ALB_NAME_NAMESPACE_CHARS]}-"
+
+
+# ---------------------------------------------------------------------------------------------------- Prometheus
+#: Served by each model pod's reverse-proxy sidecar on port 9113, path /metrics (spec.metrics.enabled, default on).
+POD_METRICS_PORT = 9113
+PROMETHEUS: dict[str, PromMetric] = {m.name: m for m in (
+    PromMetric("model_invocations_total", "counter", "requests", HYPERPOD_OBSERVABILITY_DOC),
+    PromMetric("model_errors_total", "counter", "requests", HYPERPOD_OBSERVABILITY_DOC,
+               "labelled by status (the HTTP code), as the operator's Grafana asset reads it"),
+    PromMetric("model_concurrent_requests", "gauge", "requests", HYPERPOD_OBSERVABILITY_DOC),
+    PromMetric("model_latency_milliseconds", "histogram", "milliseconds",
+               HYPERPOD_OBSERVABILITY_DOC + " ; " + HYPERPOD_GRAFANA_ASSET,
+               "read as model_latency_milliseconds_bucket with le (the asset's histogram_quantile)"),
+    PromMetric("model_ttfb_milliseconds", "histogram", "milliseconds",
+               HYPERPOD_OBSERVABILITY_DOC + " ; " + HYPERPOD_GRAFANA_ASSET,
+               "read as model_ttfb_milliseconds_bucket with le"),
+    PromMetric("lmcache:local_cache_usage", "gauge", "bytes", HYPERPOD_GRAFANA_ASSET, "kvCacheSpec on"),
+    PromMetric("lmcache:remote_cache_usage", "gauge", "bytes", HYPERPOD_GRAFANA_ASSET, "kvCacheSpec on"),
+    PromMetric("lmcache:lookup_hit_rate", "gauge", "ratio", HYPERPOD_GRAFANA_ASSET, "kvCacheSpec on"),
+    PromMetric("router_cpu_usage_percent", "gauge", "percent", HYPERPOD_GRAFANA_ASSET,
+               "intelligentRoutingSpec on"),
+)}
+PROM_LABELS: dict[str, PromLabel] = {lb.name: lb for lb in (
+    PromLabel("namespace", "the custom resource's namespace", HYPERPOD_OBSERVABILITY_DOC),
+    PromLabel("resource_name", "the custom resource's name", HYPERPOD_OBSERVABILITY_DOC),
+    PromLabel("resource_type", "jumpstart | inference-endpoint", HYPERPOD_OBSERVABILITY_DOC),
+    PromLabel("pod_name", "the model pod", HYPERPOD_OBSERVABILITY_DOC),
+    PromLabel("method", "the request's HTTP method (the asset selects POST)", HYPERPOD_GRAFANA_ASSET),
+    PromLabel("status", "the response's HTTP status code", HYPERPOD_GRAFANA_ASSET),
+    PromLabel("le", "histogram bucket bound", HYPERPOD_GRAFANA_ASSET),
+)}
+
+
+def histogram_bucket(metric: str) -> str:
+    """The series name of a histogram's buckets (``<name>_bucket``), for a histogram in :data:`PROMETHEUS`."""
+    if PROMETHEUS[metric].kind != "histogram":
+        raise ValueError(f"{metric} is not a histogram")
+    return f"{metric}_bucket"
+
+
+# -------------------------------------------------------------------------------------------------------- limits
+#: A dashboard body holds 0 to 500 widgets; the grid is 24 units wide.
+DASHBOARD_MAX_WIDGETS = 500
+DASHBOARD_GRID_WIDTH = 24
+#: PutMetricAlarm: AlarmName 1-255 characters, AlarmDescription 0-1024.
+ALARM_NAME_MAX = 255
+ALARM_DESCRIPTION_MAX = 1024
+#: PutCompositeAlarm: AlarmRule up to 10240 characters.
+COMPOSITE_RULE_MAX = 10240
+LIMIT_SOURCES = {
+    "DASHBOARD_MAX_WIDGETS": DASHBOARD_BODY_DOC, "DASHBOARD_GRID_WIDTH": DASHBOARD_BODY_DOC,
+    "ALARM_NAME_MAX": PUT_METRIC_ALARM_DOC, "ALARM_DESCRIPTION_MAX": PUT_METRIC_ALARM_DOC,
+    "COMPOSITE_RULE_MAX": PUT_COMPOSITE_ALARM_DOC,
+}
+
+
+# ---------------------------------------------------------------------------------------------- identifier shapes
+SNS_TOPIC_ARN = r"^arn:aws(?:-[a-z]+)*:sns:([a-z0-9-]+):([0-9]{12}):[A-Za-z0-9_-]{1,256}$"
+APS_WORKSPACE_ARN = r"^arn:aws(?:-[a-z]+)*:aps:([a-z0-9-]+):([0-9]{12}):workspace/ws-[A-Za-z0-9-]{1,64}$"
+
+
+def arn_shape_problem(pattern: str, what: str, value: str) -> str | None:
+    if re.match(pattern, value) is None:
+        return f"must be {what}"
+    return None
