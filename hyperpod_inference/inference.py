@@ -54,11 +54,55 @@ from .operator_install import OperatorInstall
 
 #: Context key: ``retain`` keeps the single namespaces manifest of earlier releases (retained), for the migration.
 LEGACY_NAMESPACES_CONTEXT = "hyperpod-inference:legacyNamespaces"
+#: Context key: ``true`` applies the manifests onto objects that exist (adopting them) instead of creating them; only
+#: for the documented migrations that move a manifest with its objects retained (docs/fleets.md). Namespaces are
+#: always created.
+ADOPT_EXISTING_CONTEXT = "hyperpod-inference:adoptExisting"
 
 
 def _namespace(chart: cdk8s.Chart, name: str) -> kplus.Namespace:
     return kplus.Namespace(chart, f"Namespace-{name}", metadata=cdk8s.ApiObjectMetadata(
         name=name, labels={"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}))
+
+
+#: The attribute of an app's root construct holding, per cluster, the path of the construct installing its operator.
+_OPERATOR_OWNERS = "_hyperpod_inference_operator_owners"
+
+
+def cluster_identity(config: HyperPodConfig, cluster: eks.ICluster | None, account: str, region: str,
+                     ) -> tuple[str, ...]:
+    """Which cluster a construct installs onto: its account, Region and EKS name, or the cluster construct's path
+    when the name is known only at deploy (a cluster created in the same app)."""
+    name = config.cluster.eks_cluster_name
+    if name is None and cluster is not None:
+        if is_unresolved(cluster.cluster_name):
+            return ("construct", cluster.node.path)
+        name = cluster.cluster_name
+    return ("cluster", account, region, name or "")
+
+
+def claim_operator(owner: Construct, config: HyperPodConfig, cluster: eks.ICluster | None) -> None:
+    """One operator per cluster within an app: a second construct (another stack, or a second HyperPodInference)
+    that would install the operator or its dependency add-ons on a cluster another already installs onto is an
+    error naming the first and the fix. Across apps, ``doctor`` finds it."""
+    if config.operator.install == "existing":
+        return
+    stack = cdk.Stack.of(owner)
+    key = cluster_identity(config, cluster, stack.account, stack.region)
+    root = owner.node.root
+    owners: dict[tuple[str, ...], str] | None = getattr(root, _OPERATOR_OWNERS, None)
+    if owners is None:
+        owners = {}
+        setattr(root, _OPERATOR_OWNERS, owners)
+    first = owners.get(key)
+    if first is not None:
+        where = f"cluster {key[3]} ({key[1]}, {key[2]})" if key[0] == "cluster" else f"cluster {key[1]}"
+        what = "the operator" + (" and its dependency add-ons" if config.operator.dependencies == "create" else "")
+        raise ValueError(
+            f"HyperPodInference {owner.node.path}: {where} already gets the operator from {first}; one operator per "
+            f"cluster: here set operator.install: existing (with operator.executionRoleArn, the execution role of "
+            f"{first}) and operator.dependencies: existing, instead of installing {what} a second time")
+    owners[key] = owner.node.path
 
 
 @dataclass
@@ -120,8 +164,12 @@ class HyperPodInference(Construct):
         # stack's name, and this construct's id unless it is Default.
         self.name_scope = self.stack.stack_name if construct_id == "Default" else \
             f"{self.stack.stack_name}-{construct_id}"
-        self._agent_code_prefix = naming.physical_name(naming.dns_safe(self.name_scope, default="hyperpod"),
-                                                       "nvme-agent", rule=naming.K8S_LABEL, max_length=40)
+        #: What every Kubernetes name the library chooses starts with, and the owner label's value: the stack and
+        #: this construct's path in it, so two stacks in one namespace, or two constructs of one id under two parents,
+        #: never share an object.
+        self.kubernetes_scope = naming.kubernetes_scope(
+            self.name_scope, self.stack.stack_name, self.node.path[len(self.stack.node.path):].lstrip("/"))
+        self._agent_code_prefix = naming.agent_code_prefix(self.kubernetes_scope)
         if config.env is None:
             # The enclosing stack's env: the config's rules that depend on it (ARNs in its account, region support)
             # apply as they do to a config that names it.
@@ -137,7 +185,9 @@ class HyperPodInference(Construct):
         self._domain_props = (hosted_zone, certificate)
         self._files = config.manifests.delivery == "files"
         self.partition = partition_of_region(self.region) if not is_unresolved(self.region) else cdk.Aws.PARTITION
-        self.delivery = ManifestDelivery(cluster if not self._files else None)
+        self.delivery = ManifestDelivery(
+            cluster if not self._files else None, owner_labels=naming.owner_labels(self.kubernetes_scope),
+            adopt_existing=str(self.node.try_get_context(ADOPT_EXISTING_CONTEXT)).lower() == "true")
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._added: list[Endpoint] = []
         self._sealed = False
@@ -154,6 +204,7 @@ class HyperPodInference(Construct):
         #: ``stackLayout: perNamespace``: (namespace, stackGroup) -> the nested stack holding its endpoints.
         self.nested_stacks: dict[tuple[str, str | None], cdk.NestedStack] = {}
 
+        claim_operator(self, config, cluster)
         self.operator = OperatorInstall(self, config=config, oidc_provider_arn=self.oidc_provider_arn,
                                         delivery=self.delivery, cluster=cluster, endpoints=self._added,
                                         name_scope=self.name_scope,
@@ -258,11 +309,11 @@ class HyperPodInference(Construct):
         base_deps = [self._namespace_units[endpoint.namespace]] if endpoint.namespace in self._namespace_units else []
         deps = list(base_deps)
         support_objs: list[dict[str, Any]] = []
-        token = token_secret_ref(endpoint, scope_key)
+        token = token_secret_ref(endpoint, scope_key, self.kubernetes_scope)
         hf = endpoint.model.huggingface
         token_role = model_role = None
         if hf is not None and hf.token is not None and hf.token.secrets_manager_arn:
-            token_unit, token_role = self._token_sync(scope, endpoint, base_deps)
+            token_unit, token_role = self._token_sync(self._stack_home(scope), endpoint, base_deps)
             deps.append(token_unit)
         s3_source = endpoint.model.s3
         wiring: dict[str, Any] = {"region": self.region}
@@ -270,18 +321,20 @@ class HyperPodInference(Construct):
         if endpoint.weight_cache.mode == "daemonset":
             sa_name = None
             if s3_source is not None:
-                sa_name = model_reader_service_account(endpoint, None)["metadata"]["name"]
+                sa_name = model_reader_service_account(endpoint, None, self.kubernetes_scope)["metadata"]["name"]
                 model_role = self._service_account_role(scope, endpoint.namespace, endpoint.name, sa_name,
                                                         "ModelReader")
                 grant_model_read(model_role, bucket=s3_source.bucket, prefix=s3_source.prefix,
                                  kms_key_arn=s3_source.kms_key_arn)
-                support_objs.append(model_reader_service_account(endpoint, self.manifest_role_arn(model_role)))
+                support_objs.append(model_reader_service_account(endpoint, self.manifest_role_arn(model_role),
+                                                                 self.kubernetes_scope))
             plan = NvmeCachePlan(endpoint, self.region, token, sa_name, code_configmap_prefix=self._agent_code_prefix,
                                  share_across_namespaces=endpoint.weight_cache.share_across_namespaces,
-                                 lease_sidecar=endpoint.weight_cache.lease_sidecar, group_scope=scope_key)
+                                 lease_sidecar=endpoint.weight_cache.lease_sidecar, group_scope=scope_key,
+                                 name_scope=self.kubernetes_scope)
             wiring.update(kubernetes_volumes=plan.volumes(), init_containers=plan.init_containers(),
                           model_volume_name=endpoint.weight_cache.volume_name, service_account_name=sa_name)
-            deps.append(self._agent_code_unit(scope, endpoint.namespace, base_deps))
+            deps.append(self._agent_code_unit(endpoint.namespace, base_deps))
         else:
             # The operator hands the token to its own init container (and, without prefetch, to the runtime).
             wiring["token_secret"] = token
@@ -297,14 +350,15 @@ class HyperPodInference(Construct):
             wiring.update(certificate_arn=domain.certificate_arn, hosted_zone_id=domain.hosted_zone_id,
                           tls_output_s3_uri=self.tls_bucket.s3_uri)
         if support_objs:
-            support = self.delivery.chart(f"{name}-support")
+            # named after its ServiceAccount: a renamed one comes in a new manifest, created before the old is deleted
+            support = self.delivery.chart(f"{endpoint.namespace}-{sa_name}")
             add_objects(support, support_objs)
             self.delivery.deliver(scope, support.node.id, support, depends_on=base_deps)
             deps.append(support.node.id)
         if plan is not None:
             # The warm DaemonSet is shared by every endpoint with the same agent pod; built at synth (_seal), once
             # every endpoint is known.
-            group = self._warm_groups.setdefault(plan.warm_name, _WarmGroup(scope, [], list(deps)))
+            group = self._warm_groups.setdefault(plan.warm_name, _WarmGroup(self._stack_home(scope), [], list(deps)))
             group.plans.append(plan)
         chart = EndpointChart(self.delivery.k8s_app, name, endpoint=endpoint, wiring=EndpointWiring(**wiring))
         unit = self.delivery.deliver(scope, name, chart, depends_on=deps, after=list(self.operator.dependencies),
@@ -334,7 +388,7 @@ class HyperPodInference(Construct):
         hf = endpoint.model.huggingface
         assert hf is not None and hf.token is not None and hf.token.secrets_manager_arn
         scope_key = self._scope_key(scope)
-        names = token_names(endpoint, scope_key)
+        names = token_names(endpoint, scope_key, self.kubernetes_scope)
         unit_name = f"{endpoint.namespace}-{names['secret']}"
         sync = self._token_syncs.get(unit_name)
         if sync is None:
@@ -342,6 +396,7 @@ class HyperPodInference(Construct):
                                               "Reader")
             chart = self.delivery.chart(unit_name)
             add_objects(chart, external_secret_objects(endpoint, region=self.region, scope_key=scope_key,
+                                                       name_scope=self.kubernetes_scope,
                                                        role_arn=self.manifest_role_arn(role)))
             self.delivery.deliver(scope, unit_name, chart, depends_on=depends_on)
             sync = self._token_syncs[unit_name] = (role, set())
@@ -381,17 +436,37 @@ class HyperPodInference(Construct):
         ``stackGroup`` (``perNamespace``), created on first use."""
         if self.config.stack_layout != "perNamespace":
             return self
-        key = (endpoint.namespace, endpoint.stack_group)
+        return self._nested_stack(endpoint.namespace, endpoint.stack_group)
+
+    def _nested_stack(self, namespace: str, group: str | None) -> cdk.NestedStack:
+        key = (namespace, group)
         nested = self.nested_stacks.get(key)
         if nested is None:
             # '.' is in neither a namespace nor a group, so the ids of two keys never coincide.
             construct_id = ".".join(p for p in ("Namespace", *key) if p)
             nested = cdk.NestedStack(self, construct_id, description=(
-                f"SageMaker HyperPod inference: namespace {endpoint.namespace}"
-                + (f", stack group {endpoint.stack_group}" if endpoint.stack_group else "")
+                f"SageMaker HyperPod inference: namespace {namespace}"
+                + (f", stack group {group}" if group else "")
                 + f" of {self.name_scope} (hyperpod-inference-cdk)"))
             self.nested_stacks[key] = nested
         return nested
+
+    # ------------------------------------------------------------------------------- homes of shared pieces
+    def _namespace_home(self, namespace: str) -> Construct:
+        """Where a namespace's one-per-namespace pieces (the agent code and its gc Job and RBAC) live, whatever the
+        order of the endpoints: this construct (``stackLayout: single``), or the namespace's own nested stack
+        ``Namespace.<ns>`` (``perNamespace``; created for them when every endpoint of the namespace has a
+        ``stackGroup``). Reordering, adding or removing endpoints never moves them."""
+        if self.config.stack_layout != "perNamespace":
+            return self
+        return self._nested_stack(namespace, None)
+
+    def _stack_home(self, scope: Construct) -> Construct:
+        """Where the pieces shared by the endpoints of one stack live (token syncs, warm DaemonSets): this construct
+        for the enclosing stack, else the stack ``scope`` is in (a namespace's or group's nested stack). It depends on
+        the stack only, never on which endpoint came first."""
+        stack = cdk.Stack.of(scope)
+        return self if stack is self.stack else stack
 
     def stack_label(self, stack: cdk.Stack) -> str:
         """Which part of the config a stack of this construct holds: ``namespace team-a (stackGroup g)`` for a
@@ -430,11 +505,13 @@ class HyperPodInference(Construct):
             return role.role_arn
         return f"arn:{self.partition}:iam::{self.account}:role/{name}"
 
-    def _agent_code_unit(self, scope: Construct, namespace: str, depends_on: list[str]) -> str:
-        """The namespace's shared NVMe agent code unit, by name: registered once here, built and delivered at synth
-        (:meth:`_seal`), when every agent pod of the namespace is known."""
-        name = f"{namespace}-nvme-agent-code"
-        self._code_units.setdefault(name, (scope, namespace, list(depends_on)))
+    def _agent_code_unit(self, namespace: str, depends_on: list[str]) -> str:
+        """The namespace's shared NVMe agent code unit, by name (after the code's name prefix, so code of another
+        scope comes in a new manifest, created before the old one is deleted): registered once here, in the
+        namespace's home (:meth:`_namespace_home`), built and delivered at synth (:meth:`_seal`), when every agent pod
+        of the namespace is known."""
+        name = f"{namespace}-{self._agent_code_prefix}"
+        self._code_units.setdefault(name, (self._namespace_home(namespace), namespace, list(depends_on)))
         return name
 
     def _add_namespaces(self) -> None:
@@ -450,7 +527,7 @@ class HyperPodInference(Construct):
             chart = self.delivery.chart("namespaces")
             for ns in self.config.namespaces:
                 _namespace(chart, ns)
-            unit = self.delivery.deliver(self, "namespaces", chart)
+            unit = self.delivery.deliver(self, "namespaces", chart, overwrite=True)
             if unit.resource is not None:
                 unit.resource.node.find_child("Resource").apply_removal_policy(cdk.RemovalPolicy.RETAIN)
             self._namespace_units = dict.fromkeys(self.config.namespaces, "namespaces")

@@ -184,3 +184,65 @@ def capture_workgroup_name(base: str) -> str:
 def capture_database_name(base: str) -> str:
     """``<base>_capture`` (``-`` as ``_``): the Glue database of the capture tables."""
     return physical_name(base.replace("-", "_"), "capture", rule=GLUE_DATABASE)
+
+
+# --- Kubernetes names and owner labels ------------------------------------------------------------------------------
+
+#: The label every object the library creates carries, with :data:`MANAGED_BY_VALUE`.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "hyperpod-inference-cdk"
+#: The label naming the stack (and construct) an object belongs to: its value is :func:`kubernetes_scope`.
+STACK_LABEL = "hyperpod-inference/stack"
+#: The longest :func:`kubernetes_scope`: every name built from it stays a DNS-1123 label (63) with its suffixes.
+KUBERNETES_SCOPE_LENGTH = 30
+_SCOPE_DIGEST_LENGTH = 6
+
+
+def kubernetes_scope(name_scope: str, stack_name: str, path_in_stack: str) -> str:
+    """``<name scope>-<digest>``: what every Kubernetes object name the library chooses starts with, and the value
+    of :data:`STACK_LABEL`.
+
+    ``name_scope`` (the stack's name, with the construct's id unless it is ``Default``) made DNS-safe and shortened
+    keeps it readable; the 6-hex digest of ``<stack name>/<construct path in the stack>`` makes it exact, so two stacks
+    (also names differing only in case or punctuation) and two constructs of one id under two parents never share a
+    name. At most :data:`KUBERNETES_SCOPE_LENGTH` characters, a DNS-1123 label."""
+    digest = hashlib.sha256(f"{stack_name}/{path_in_stack}".encode()).hexdigest()[:_SCOPE_DIGEST_LENGTH]
+    head = physical_name(dns_safe(name_scope, default="hyperpod"), rule=K8S_LABEL,
+                         max_length=KUBERNETES_SCOPE_LENGTH - _SCOPE_DIGEST_LENGTH - 1, hash_length=4, trim_head=True)
+    return f"{head.strip('-')}-{digest}"
+
+
+def owner_labels(scope: str) -> dict[str, str]:
+    """The labels of every object the library creates: managed by this library, in the stack ``scope`` names."""
+    return {MANAGED_BY_LABEL: MANAGED_BY_VALUE, STACK_LABEL: scope}
+
+
+def _digest(text: str, length: int = 10) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def token_sync_name(scope: str, sync_key: str) -> str:
+    """``<scope>-hf-token-<hash of the sync key>``: the Secret, SecretStore and ExternalSecret of one Secrets Manager
+    token sync (its ServiceAccount adds ``-reader``)."""
+    return "-".join(p for p in (scope, "hf-token", _digest(sync_key)) if p)
+
+
+def warm_daemonset_name(scope: str, warm_key: str) -> str:
+    """``<scope>-nvme-warm-<hash of the warm key>``: the warm DaemonSet (and the stem of its NetworkPolicy and models
+    ConfigMaps); adding or removing an endpoint it warms never renames it."""
+    return "-".join(p for p in (scope, "nvme-warm", _digest(warm_key)) if p)
+
+
+def models_configmap_name(warm_name: str, models_json: str) -> str:
+    """``<warm DaemonSet>-models-<hash of its content>``: the immutable models ConfigMap; new models, a new name."""
+    return f"{warm_name}-models-{_digest(models_json)}"
+
+
+def agent_code_prefix(scope: str) -> str:
+    """``<scope>-nvme-agent``: the stem of the agent code ConfigMaps (``<prefix>-<code hash>``) and the gc Job."""
+    return "-".join(p for p in (scope, "nvme-agent") if p)
+
+
+def model_reader_service_account_name(scope: str, endpoint_name: str) -> str:
+    """``<scope>-<endpoint>-model-reader``, at most 253 characters: an endpoint's own ServiceAccount."""
+    return physical_name(scope, endpoint_name, "model-reader", rule=K8S_SUBDOMAIN)

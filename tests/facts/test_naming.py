@@ -143,3 +143,40 @@ def test_a_long_tls_certificate_scope_keeps_its_head_and_ends_in_a_hash_of_the_w
     assert naming.tls_certificate_prefix("HyperPodInference") == "hyperpod-inference/hyperpodinference"
     assert naming.tls_certificate_prefix("Team_A.Prod") == "hyperpod-inference/team-a-prod"
     assert naming.tls_certificate_prefix("___") == "hyperpod-inference/hyperpod"
+
+
+# --- Kubernetes names ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stack_name", STACK_NAMES)
+def test_the_kubernetes_scope_carries_the_stack_and_keeps_every_name_built_on_it_a_dns_label(stack_name):
+    # GIVEN a stack name WHEN its Kubernetes scope is built
+    scope = naming.kubernetes_scope(stack_name, stack_name, "Default")
+    # THEN it is a DNS-1123 label of at most 30 characters, starting with the readable stack name where it fits
+    assert naming.K8S_LABEL.problem(scope) is None and len(scope) <= naming.KUBERNETES_SCOPE_LENGTH
+    assert re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", scope), scope
+    readable = naming.dns_safe(stack_name, default="hyperpod")
+    if len(readable) <= 23:
+        assert scope.startswith(readable.strip("-") + "-")
+    # AND every name built on it stays a DNS-1123 label (the warm DaemonSet's name is also a label value)
+    for name in (naming.token_sync_name(scope, "k") + "-reader", naming.warm_daemonset_name(scope, "k"),
+                 naming.agent_code_prefix(scope) + "-gc-0123456789"):
+        assert naming.K8S_LABEL.problem(name) is None, name
+
+
+def test_two_stacks_and_two_constructs_of_one_id_get_different_kubernetes_scopes():
+    # GIVEN stacks whose names differ only in case or punctuation, and one construct id under two parents
+    scopes = [naming.kubernetes_scope("TeamA", "TeamA", "Default"),
+              naming.kubernetes_scope("teama", "teama", "Default"),
+              naming.kubernetes_scope("Team-A", "Team-A", "Default"),
+              naming.kubernetes_scope("Platform-Inference", "Platform", "Blue/Inference"),
+              naming.kubernetes_scope("Platform-Inference", "Platform", "Green/Inference")]
+    # THEN no two are equal (the digest of the stack name and the construct path tells them apart)
+    assert len(set(scopes)) == len(scopes), scopes
+
+
+def test_the_models_configmap_is_named_by_its_content():
+    # GIVEN one warm DaemonSet and two model lists THEN each content has its own name under the DaemonSet's
+    a = naming.models_configmap_name("s-nvme-warm-0123456789", '[{"modelId": "a"}]')
+    b = naming.models_configmap_name("s-nvme-warm-0123456789", '[{"modelId": "b"}]')
+    assert a != b and a.startswith("s-nvme-warm-0123456789-models-")
+    assert a == naming.models_configmap_name("s-nvme-warm-0123456789", '[{"modelId": "a"}]')

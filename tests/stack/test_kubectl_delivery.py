@@ -56,7 +56,8 @@ def test_custom_resource_is_applied_after_operator_support_objects_and_namespace
     t = default.template
     cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
     # (what its pods mount: the agent code of the NVMe cache)
-    support = logical_of(default, default.stack.manifest_resources["inference-nvme-agent-code"])
+    code_unit = f"inference-{default.stack.inference.kubernetes_scope}-nvme-agent"
+    support = logical_of(default, default.stack.manifest_resources[code_unit])
     namespaces = logical_of(default, default.stack.manifest_resources["namespace-inference"])
     addon = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Addon"
              and v["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"][0]
@@ -143,7 +144,7 @@ def test_two_namespaces_get_two_token_roles_each_reading_only_its_secret(tmp_pat
         assert len(policies) == 1
         assert json.dumps(policies[0]).count("arn:aws:secretsmanager") == 1
         trust = [r for r in t.find_resources("AWS::IAM::Role").values()
-                 if re.search(rf"system:serviceaccount:{ns}:hf-token-[0-9a-f]{{10}}-reader", json.dumps(r))]
+                 if re.search(rf"system:serviceaccount:{ns}:[a-z0-9-]+-hf-token-[0-9a-f]{{10}}-reader", json.dumps(r))]
         assert len(trust) == 1
 
 
@@ -221,8 +222,9 @@ def test_private_api_endpoint_runs_the_kubectl_handler_in_the_subnets(tmp_path):
 
 def test_agent_code_is_applied_once_per_namespace_before_the_endpoints_that_use_it(default):
     t = default.template
-    code = logical_of(default, default.stack.manifest_resources["inference-nvme-agent-code"])
-    (warm,) = [r for n, r in default.stack.manifest_resources.items() if n.startswith("inference-nvme-warm-")]
+    scope = default.stack.inference.kubernetes_scope
+    code = logical_of(default, default.stack.manifest_resources[f"inference-{scope}-nvme-agent"])
+    (warm,) = [r for n, r in default.stack.manifest_resources.items() if n.startswith(f"inference-{scope}-nvme-warm-")]
     cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
     assert code in closure(t, logical_of(default, warm)) and code in closure(t, cr)
     # AND it is applied without pruning, so an agent change leaves the previous code ConfigMap for the pods that
