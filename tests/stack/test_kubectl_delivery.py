@@ -180,6 +180,18 @@ def test_chart_mode_orders_operator_chart_before_custom_resources(chart_mode):
     assert {"CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole"} <= kinds
 
 
+def test_chart_mode_applies_the_operator_chart_whose_namespace_helm_creates_and_creates_everything_else(chart_mode):
+    # GIVEN chart mode: the ALB controller and KEDA Helm releases create hyperpod-inference-system before the chart
+    s = chart_mode
+    t = s.template
+    operator = logical_of(s, s.stack.manifest_resources["operator"])
+    assert any(o["kind"] == "Namespace" for o in s.manifests["operator"])
+    # THEN the operator chart is applied (a create would fail on the namespace Helm made), every other manifest created
+    overwrite = {k: v["Properties"].get("Overwrite") for k, v in s.resources(KUBE).items()}
+    assert overwrite.pop(operator) is True
+    assert overwrite and all(v is False for v in overwrite.values()), overwrite
+
+
 def test_template_size_check_names_the_template_over_one_megabyte(tmp_path):
     from hyperpod_inference.stack import MAX_TEMPLATE_BYTES, template_size_problems
 
