@@ -183,7 +183,6 @@ def test_chart_mode_orders_operator_chart_before_custom_resources(chart_mode):
 def test_chart_mode_applies_the_operator_chart_whose_namespace_helm_creates_and_creates_everything_else(chart_mode):
     # GIVEN chart mode: the ALB controller and KEDA Helm releases create hyperpod-inference-system before the chart
     s = chart_mode
-    t = s.template
     operator = logical_of(s, s.stack.manifest_resources["operator"])
     assert any(o["kind"] == "Namespace" for o in s.manifests["operator"])
     # THEN the operator chart is applied (a create would fail on the namespace Helm made), every other manifest created
