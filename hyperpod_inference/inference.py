@@ -350,8 +350,7 @@ class HyperPodInference(Construct):
             wiring.update(certificate_arn=domain.certificate_arn, hosted_zone_id=domain.hosted_zone_id,
                           tls_output_s3_uri=self.tls_bucket.s3_uri)
         if support_objs:
-            # named after its ServiceAccount: a renamed one comes in a new manifest, created before the old is deleted
-            support = self.delivery.chart(f"{endpoint.namespace}-{sa_name}")
+            support = self.delivery.chart(naming.shared_unit_name(endpoint.namespace, "reader", sa_name))
             add_objects(support, support_objs)
             self.delivery.deliver(scope, support.node.id, support, depends_on=base_deps)
             deps.append(support.node.id)
@@ -389,11 +388,11 @@ class HyperPodInference(Construct):
         assert hf is not None and hf.token is not None and hf.token.secrets_manager_arn
         scope_key = self._scope_key(scope)
         names = token_names(endpoint, scope_key, self.kubernetes_scope)
-        unit_name = f"{endpoint.namespace}-{names['secret']}"
+        unit_name = naming.shared_unit_name(endpoint.namespace, "token", names["secret"])
         sync = self._token_syncs.get(unit_name)
         if sync is None:
-            role = self._service_account_role(scope, endpoint.namespace, names["secret"], names["service_account"],
-                                              "Reader")
+            role = self._service_account_role(scope, endpoint.namespace, unit_name[len(endpoint.namespace) + 1:],
+                                              names["service_account"], "Reader")
             chart = self.delivery.chart(unit_name)
             add_objects(chart, external_secret_objects(endpoint, region=self.region, scope_key=scope_key,
                                                        name_scope=self.kubernetes_scope,
@@ -426,7 +425,7 @@ class HyperPodInference(Construct):
             # (the endpoints delivered before it, which depend on it by name, wait for it: ManifestDelivery.deliver)
             self.delivery.deliver(scope, name, chart, depends_on=depends_on, prune=False)
         for warm_name, group in self._warm_groups.items():
-            unit_name = f"{group.plans[0].endpoint.namespace}-{warm_name}"
+            unit_name = naming.shared_unit_name(group.plans[0].endpoint.namespace, "warm", warm_name)
             chart = self.delivery.chart(unit_name)
             NvmeCache(chart, "NvmeCache", plans=group.plans)
             self.delivery.deliver(group.scope, unit_name, chart, depends_on=group.depends_on)
@@ -506,11 +505,10 @@ class HyperPodInference(Construct):
         return f"arn:{self.partition}:iam::{self.account}:role/{name}"
 
     def _agent_code_unit(self, namespace: str, depends_on: list[str]) -> str:
-        """The namespace's shared NVMe agent code unit, by name (after the code's name prefix, so code of another
-        scope comes in a new manifest, created before the old one is deleted): registered once here, in the
+        """The namespace's shared NVMe agent code unit, by name (after the code's name prefix): registered once, in the
         namespace's home (:meth:`_namespace_home`), built and delivered at synth (:meth:`_seal`), when every agent pod
         of the namespace is known."""
-        name = f"{namespace}-{self._agent_code_prefix}"
+        name = naming.shared_unit_name(namespace, "agent", self._agent_code_prefix)
         self._code_units.setdefault(name, (self._namespace_home(namespace), namespace, list(depends_on)))
         return name
 

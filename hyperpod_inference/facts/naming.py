@@ -246,3 +246,11 @@ def agent_code_prefix(scope: str) -> str:
 def model_reader_service_account_name(scope: str, endpoint_name: str) -> str:
     """``<scope>-<endpoint>-model-reader``, at most 253 characters: an endpoint's own ServiceAccount."""
     return physical_name(scope, endpoint_name, "model-reader", rule=K8S_SUBDOMAIN)
+
+
+def shared_unit_name(namespace: str, what: str, object_name: str) -> str:
+    """``<namespace>-<what>-<8 hex of object_name>``: the manifest (chart and ``Manifest…`` resource) of a shared
+    piece, named after the name of the objects it holds. Objects that get another name come in another manifest
+    resource, which CloudFormation creates (and the pods roll onto) before it deletes the old one; never in the old
+    one, whose ``kubectl apply --prune`` would delete them while pods still use them."""
+    return f"{namespace}-{what}-{_digest(object_name, 8)}"

@@ -81,7 +81,7 @@ def test_token_is_wired_through_add_endpoint(user_app: dict[str, Any]) -> None:
     # THEN the custom resource references the Secret that the namespace's sync of that secret writes
     docs = user_app["inference"].manifest_documents()
     scope = user_app["inference"].kubernetes_scope
-    syncs = [objs for name, objs in docs.items() if name.startswith(f"inference-{scope}-hf-token-")]
+    syncs = [objs for name, objs in docs.items() if name.startswith("inference-token-")]
     assert len(syncs) == 1
     by_kind = {o["kind"]: o for o in syncs[0]}
     assert ref == {"name": by_kind["ExternalSecret"]["spec"]["target"]["name"], "key": "token"}

@@ -24,10 +24,9 @@ def test_default_app_synthesizes_template_and_manifests_with_the_cli(synth_defau
     assert any(r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" for r in template["Resources"].values())
     manifests = sorted(p.name for p in (out / "manifests").glob("*.yaml"))
     scope = naming.kubernetes_scope("HyperPodInference", "HyperPodInference", "Default")
-    assert len(manifests) == 4 and re.fullmatch(rf"inference-{scope}-nvme-warm-[0-9a-f]{{10}}\.yaml", manifests[1]), \
-        manifests
-    assert [manifests[0], *manifests[2:]] == [f"inference-{scope}-nvme-agent.yaml", "inference-qwen-chat.yaml",
-                                              "namespace-inference.yaml"]
+    code = naming.shared_unit_name("inference", "agent", f"{scope}-nvme-agent")
+    assert len(manifests) == 4 and re.fullmatch(r"inference-warm-[0-9a-f]{8}\.yaml", manifests[2]), manifests
+    assert [*manifests[:2], manifests[3]] == [f"{code}.yaml", "inference-qwen-chat.yaml", "namespace-inference.yaml"]
     cr = next(yaml.safe_load_all((out / "manifests" / "inference-qwen-chat.yaml").read_text()))
     assert cr["kind"] == "InferenceEndpointConfig" and cr["metadata"]["name"] == "qwen-chat"
     report = json.loads((out / "validation-report.json").read_text())

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from hyperpod_inference.facts import naming
 from tests.k8s_validation import validate_all
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
 
@@ -33,7 +34,7 @@ def two_namespaces(tmp_path_factory):
 
 def test_the_code_manifest_holds_the_gc_job_built_from_the_first_agent_pod_of_the_namespace(two_namespaces):
     s = two_namespaces
-    code_unit = f"inference-{s.stack.inference.kubernetes_scope}-nvme-agent"
+    code_unit = naming.shared_unit_name("inference", "agent", f"{s.stack.inference.kubernetes_scope}-nvme-agent")
     objs = s.manifests[code_unit]
 
     # THEN the namespace's code manifest holds the code ConfigMap and the gc Job with its ServiceAccount, Role and
@@ -63,6 +64,6 @@ def test_the_code_manifest_holds_the_gc_job_built_from_the_first_agent_pod_of_th
 def test_a_namespace_without_daemonset_cached_endpoints_gets_no_code_and_no_gc_job(two_namespaces):
     s = two_namespaces
     # THEN namespace `plain` has no agent code manifest and no Job at all
-    assert f"plain-{s.stack.inference.kubernetes_scope}-nvme-agent" not in s.manifests
+    assert not [name for name in s.manifests if name.startswith("plain-agent-")]
     plain = [o for objs in s.manifests.values() for o in objs if (o.get("metadata") or {}).get("namespace") == "plain"]
     assert plain and not [o for o in plain if o["kind"] in ("Job", "ConfigMap", "Role", "NetworkPolicy")]

@@ -7,6 +7,7 @@ import json
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from hyperpod_inference.facts import naming
 from tests.k8s_validation import crd_errors, is_custom_resource, k8s_errors, validate_all
 from tests.synth_helpers import FILES_CONFIG, load_yaml, synth_config
 
@@ -42,12 +43,14 @@ def test_synth_passes_cdk_nag_and_writes_one_file_per_chart(synth):
     token = only(synth, "ExternalSecret", "inference")["metadata"]["name"]
     warm = {o["metadata"]["namespace"]: o["metadata"]["name"] for o in synth.objects() if o["kind"] == "DaemonSet"}
     scope = synth.stack.inference.kubernetes_scope
+    # the shared pieces' manifests are named after the objects they hold (naming.shared_unit_name)
+    unit = naming.shared_unit_name
     assert set(synth.manifests) == {
-        "namespace-inference", "namespace-research", f"inference-{token}", "inference-qwen-chat",
-        "research-llama-s3",
-        "research-mistral-tgi", f"research-{scope}-llama-nvme-model-reader", "research-llama-nvme",
-        "research-llama-js", f"inference-{scope}-nvme-agent", f"research-{scope}-nvme-agent",
-        f"inference-{warm['inference']}", f"research-{warm['research']}"}
+        "namespace-inference", "namespace-research", unit("inference", "token", token), "inference-qwen-chat",
+        "research-llama-s3", "research-mistral-tgi", unit("research", "reader", f"{scope}-llama-nvme-model-reader"),
+        "research-llama-nvme", "research-llama-js", unit("inference", "agent", f"{scope}-nvme-agent"),
+        unit("research", "agent", f"{scope}-nvme-agent"), unit("inference", "warm", warm["inference"]),
+        unit("research", "warm", warm["research"])}
 
 
 def test_files_delivery_applies_nothing_and_manifests_hold_no_tokens(synth):

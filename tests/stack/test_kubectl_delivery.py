@@ -14,6 +14,7 @@ from aws_cdk.assertions import Template
 
 from hyperpod_inference.charts.nvme_cache import agent_bundle
 from hyperpod_inference.delivery import MAX_MANIFEST_BYTES, ManifestUnit
+from hyperpod_inference.facts import naming
 from tests.k8s_validation import _strict, require_crds
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
 
@@ -56,7 +57,7 @@ def test_custom_resource_is_applied_after_operator_support_objects_and_namespace
     t = default.template
     cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
     # (what its pods mount: the agent code of the NVMe cache)
-    code_unit = f"inference-{default.stack.inference.kubernetes_scope}-nvme-agent"
+    code_unit = naming.shared_unit_name("inference", "agent", f"{default.stack.inference.kubernetes_scope}-nvme-agent")
     support = logical_of(default, default.stack.manifest_resources[code_unit])
     namespaces = logical_of(default, default.stack.manifest_resources["namespace-inference"])
     addon = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Addon"
@@ -234,8 +235,9 @@ def test_private_api_endpoint_runs_the_kubectl_handler_in_the_subnets(tmp_path):
 def test_agent_code_is_applied_once_per_namespace_before_the_endpoints_that_use_it(default):
     t = default.template
     scope = default.stack.inference.kubernetes_scope
-    code = logical_of(default, default.stack.manifest_resources[f"inference-{scope}-nvme-agent"])
-    (warm,) = [r for n, r in default.stack.manifest_resources.items() if n.startswith(f"inference-{scope}-nvme-warm-")]
+    code = logical_of(default, default.stack.manifest_resources[naming.shared_unit_name("inference", "agent",
+                                                                                           f"{scope}-nvme-agent")])
+    (warm,) = [r for n, r in default.stack.manifest_resources.items() if n.startswith("inference-warm-")]
     cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
     assert code in closure(t, logical_of(default, warm)) and code in closure(t, cr)
     # AND it is applied without pruning, so an agent change leaves the previous code ConfigMap for the pods that
