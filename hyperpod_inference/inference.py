@@ -67,6 +67,17 @@ def _namespace(chart: cdk8s.Chart, name: str) -> kplus.Namespace:
 
 #: The attribute of an app's root construct holding, per cluster, the path of the construct installing its operator.
 _OPERATOR_OWNERS = "_hyperpod_inference_operator_owners"
+#: ... and, per cluster and Kubernetes object (kind, namespace, name), the paths of the constructs delivering it.
+_OBJECT_OWNERS = "_hyperpod_inference_object_owners"
+
+
+def _app_registry(owner: Construct, attribute: str) -> dict[Any, Any]:
+    root = owner.node.root
+    registry = getattr(root, attribute, None)
+    if registry is None:
+        registry = {}
+        setattr(root, attribute, registry)
+    return registry
 
 
 def cluster_identity(config: HyperPodConfig, cluster: eks.ICluster | None, account: str, region: str,
@@ -89,11 +100,7 @@ def claim_operator(owner: Construct, config: HyperPodConfig, cluster: eks.IClust
         return
     stack = cdk.Stack.of(owner)
     key = cluster_identity(config, cluster, stack.account, stack.region)
-    root = owner.node.root
-    owners: dict[tuple[str, ...], str] | None = getattr(root, _OPERATOR_OWNERS, None)
-    if owners is None:
-        owners = {}
-        setattr(root, _OPERATOR_OWNERS, owners)
+    owners: dict[tuple[str, ...], str] = _app_registry(owner, _OPERATOR_OWNERS)
     first = owners.get(key)
     if first is not None:
         where = f"cluster {key[3]} ({key[1]}, {key[2]})" if key[0] == "cluster" else f"cluster {key[1]}"
@@ -103,6 +110,36 @@ def claim_operator(owner: Construct, config: HyperPodConfig, cluster: eks.IClust
             f"cluster: here set operator.install: existing (with operator.executionRoleArn, the execution role of "
             f"{first}) and operator.dependencies: existing, instead of installing {what} a second time")
     owners[key] = owner.node.path
+
+
+def claim_objects(owner: HyperPodInference) -> None:
+    """Register every Kubernetes object ``owner`` delivers (at synth, once sealed) under its cluster, for
+    :func:`shared_object_problems`."""
+    cluster = cluster_identity(owner.config, owner.cluster, owner.account, owner.region)
+    owners: dict[tuple[Any, ...], list[str]] = _app_registry(owner, _OBJECT_OWNERS)
+    for unit in owner.delivery.units.values():
+        for obj in unit.delivered or []:
+            meta = obj.get("metadata") or {}
+            paths = owners.setdefault((cluster, obj.get("kind"), meta.get("namespace") or "", meta.get("name")), [])
+            if owner.node.path not in paths:
+                paths.append(owner.node.path)
+
+
+def shared_object_problems(owner: HyperPodInference) -> list[str]:
+    """Kubernetes objects ``owner`` delivers that another construct of the app delivers to the same cluster too
+    (a namespace both list in ``namespaces:``, an endpoint name both use): one would fail to create it, and either's
+    destroy would delete it. One problem per other construct, naming the first objects."""
+    owners: dict[tuple[Any, ...], list[str]] = _app_registry(owner, _OBJECT_OWNERS)
+    shared: dict[str, list[str]] = {}
+    for (_cluster, kind, ns, name), paths in owners.items():
+        if owner.node.path in paths:
+            for other in paths:
+                if other != owner.node.path:
+                    shared.setdefault(other, []).append(f"{kind} {ns + '/' if ns else ''}{name}")
+    return [f"Kubernetes objects also delivered to this cluster by {other}: {', '.join(objs[:5])}"
+            + (f" and {len(objs) - 5} more" if len(objs) > 5 else "") + "; two constructs never share an object "
+            "(give one of them other namespaces or endpoint names, or leave the namespace out of its namespaces:)"
+            for other, objs in sorted(shared.items())]
 
 
 @dataclass
@@ -429,6 +466,7 @@ class HyperPodInference(Construct):
             chart = self.delivery.chart(unit_name)
             NvmeCache(chart, "NvmeCache", plans=group.plans)
             self.delivery.deliver(group.scope, unit_name, chart, depends_on=group.depends_on)
+        claim_objects(self)
 
     def _default_scope(self, endpoint: Endpoint) -> Construct:
         """This construct (``stackLayout: single``), or the nested stack of the endpoint's namespace and
@@ -796,6 +834,7 @@ class _SizeLimits:
         owner = self.owner
         counts = template_counts(owner.stack)
         problems = owner.delivery.size_problems() + stack_limit_problems(owner.stack, counts=counts)
+        problems += shared_object_problems(owner)
         for (ns, group), nested in owner.nested_stacks.items():
             problems += stack_limit_problems(nested, where=owner.stack_label(nested), way_out=_way_out(ns, group),
                                              counts=counts)

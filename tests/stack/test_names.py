@@ -60,7 +60,7 @@ def test_two_stacks_in_one_account_and_region_choose_different_names() -> None:
     app = cdk.App()
     config = load_config(DEFAULT_CONFIG)
     a = HyperPodInferenceStack(app, "TeamA", config=config)
-    data = existing_operator(config.model_dump(by_alias=True, exclude_none=True), "TeamA")
+    data = _other_endpoint(existing_operator(config.model_dump(by_alias=True, exclude_none=True), "TeamA"))
     data["namespaces"] = []
     b = HyperPodInferenceStack(app, "TeamB", config=parse_config(data))
     assembly = app.synth()
@@ -194,3 +194,18 @@ def _parent(stack: cdk.Stack, construct_id: str):
     from constructs import Construct
 
     return Construct(stack, construct_id)
+
+
+def test_two_stacks_delivering_one_object_to_one_cluster_fail_the_synth_naming_each_other() -> None:
+    # GIVEN two stacks on one cluster that both list namespace inference and both deploy endpoint qwen-chat (the
+    # names the user chooses, which no scope can keep apart)
+    app = cdk.App()
+    config = load_config(DEFAULT_CONFIG)
+    HyperPodInferenceStack(app, "TeamA", config=config)
+    HyperPodInferenceStack(app, "TeamB", config=parse_config(existing_operator(
+        config.model_dump(by_alias=True, exclude_none=True), "TeamA")))
+    # WHEN synthesized THEN it fails, each naming the other and the objects both would own
+    with pytest.raises(Exception, match=r"(?s)\[TeamA/Default\] Kubernetes objects also delivered to this cluster by "
+                                        r"TeamB/Default: Namespace inference, InferenceEndpointConfig inference/qwen-chat"
+                                        r".*\[TeamB/Default\] .* by TeamA/Default"):
+        app.synth()

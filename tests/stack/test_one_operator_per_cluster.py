@@ -22,6 +22,7 @@ def _data() -> dict[str, Any]:
 
 def _existing(data: dict[str, Any]) -> dict[str, Any]:
     data = copy.deepcopy(data)
+    data["endpoints"][0].update(name="other-chat", sagemakerEndpointName="other-chat", domainName="o.example.com")
     data["operator"] = {"install": "existing", "dependencies": "existing", "version": "v3.3",
                         "executionRoleArn": "arn:aws:iam::111122223333:role/SageMakerHyperPodInference-TeamA"}
     return data
