@@ -3,7 +3,8 @@
 :func:`physical_name` joins a prefix and parts with ``-``; a name longer than the service allows keeps its head and
 ends in ``-<hash>``, a short SHA-256 digest of the whole name, so it stays deterministic and two long names that share
 a head still differ. The helpers below are the library's own names (the TLS bucket, the operator execution role, the
-capture buckets and key alias), each built by it.
+capture buckets and key alias), each built by it, and the Kubernetes names and owner labels of what a stack applies
+(:func:`kubernetes_scope` and the names built on it).
 
 Names may carry deploy-time values (CDK tokens, ``${Token[...]}``): those parts are never shortened or checked here;
 the helpers reserve room for them instead.
