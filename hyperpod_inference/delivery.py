@@ -76,10 +76,16 @@ class ManifestDelivery:
 
     :param cluster: the cluster whose kubectl provider applies the charts; ``None`` for ``manifests.delivery: files``
         (review files only).
+    :param owner_labels: labels put on every object delivered (``app.kubernetes.io/managed-by`` and the stack's).
+    :param adopt_existing: apply the manifests (``kubectl apply``, adopting an object that exists) instead of
+        creating them; only for a documented migration (a unit may still ask for ``overwrite=False``).
     """
 
-    def __init__(self, cluster: eks.ICluster | None) -> None:
+    def __init__(self, cluster: eks.ICluster | None, *, owner_labels: dict[str, str] | None = None,
+                 adopt_existing: bool = False) -> None:
         self.cluster = cluster
+        self.owner_labels = dict(owner_labels or {})
+        self.adopt_existing = adopt_existing
         self.k8s_app = cdk8s.App()
         self.units: dict[str, ManifestUnit] = {}
         #: unit name -> the resources of units delivered before it that depend on it (they wait once it is delivered)
@@ -99,17 +105,21 @@ class ManifestDelivery:
 
     def deliver(self, scope: Construct, name: str, chart: cdk8s.Chart, *, depends_on: list[str] | None = None,
                 after: list[Construct] | None = None, custom_resource: bool = False,
-                overwrite: bool = True, prune: bool = True) -> ManifestUnit:
+                overwrite: bool | None = None, prune: bool = True) -> ManifestUnit:
         """Register ``chart`` and, with kubectl delivery, apply it as ``Manifest<Name>`` in ``scope`` after the
         units named in ``depends_on``, the constructs in ``after`` and (for custom resources) the operator chart.
+        Every object gets the owner labels.
 
-        ``overwrite=False``: the kubectl handler creates the objects (``kubectl create``) instead of applying them, so
-        an object that already exists fails the deploy instead of being adopted. ``prune=False``: an object dropped
-        from the chart on an update stays in the cluster (no ``kubectl apply --prune``). A unit named in
-        ``depends_on`` may be delivered later: this one then waits for it all the same."""
+        The kubectl handler creates the objects (``kubectl create``; later updates apply), so an object that already
+        exists fails the deploy instead of being adopted; ``overwrite=True`` (or ``adopt_existing``) applies them
+        instead. ``prune=False``: an object dropped from the chart on an update stays in the cluster (no
+        ``kubectl apply --prune``). A unit named in ``depends_on`` may be delivered later: this one then waits for it
+        all the same."""
         unit = ManifestUnit(name, chart, list(depends_on or []), list(after or []), custom_resource)
         self.units[name] = unit
-        objs = unit.delivered = unit.objects()
+        objs = unit.delivered = [self._labelled(o) for o in unit.objects()]
+        if overwrite is None:
+            overwrite = self.adopt_existing
         unit.manifest_bytes = len(json.dumps(objs, separators=(",", ":")))
         waiting = self._waiting.pop(name, [])
         if self.cluster is None or not objs:
@@ -133,6 +143,11 @@ class ManifestDelivery:
             earlier.node.add_dependency(resource)
         self._acknowledge_provider()
         return unit
+
+    def _labelled(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self.owner_labels and isinstance(obj.get("metadata"), dict):
+            obj["metadata"]["labels"] = {**(obj["metadata"].get("labels") or {}), **self.owner_labels}
+        return obj
 
     def _cluster_for(self, scope: Construct) -> eks.ICluster:
         """The cluster as the manifests in ``scope`` see it. An imported cluster without a kubectl provider gets one

@@ -55,9 +55,14 @@ from .facts.operator import EXECUTION_ROLE_NAME_PREFIX
 from .facts.rules import partition_of_region
 from .manifests import with_placeholders
 from .operator_install import OperatorInstall
+from .ownership import claim_objects, claim_operator, shared_object_problems
 
 #: Context key: ``retain`` keeps the single namespaces manifest of earlier releases (retained), for the migration.
 LEGACY_NAMESPACES_CONTEXT = "hyperpod-inference:legacyNamespaces"
+#: Context key: ``true`` applies the manifests onto objects that exist (adopting them) instead of creating them; only
+#: for the documented migrations that move a manifest with its objects retained (docs/fleets.md). Namespaces are
+#: always created.
+ADOPT_EXISTING_CONTEXT = "hyperpod-inference:adoptExisting"
 
 
 def _namespace(chart: cdk8s.Chart, name: str) -> kplus.Namespace:
@@ -129,7 +134,12 @@ class HyperPodInference(Construct):
         # What the names the library chooses carry, so two stacks (or two of these in one stack) never collide: the
         # stack's name, and this construct's id unless it is Default.
         self.name_scope = naming.name_scope(self.stack.stack_name, construct_id)
-        self._agent_code_prefix = naming.agent_code_prefix(self.name_scope)
+        #: What every Kubernetes name the library chooses starts with, and the owner label's value: the stack and
+        #: this construct's path in it, so two stacks in one namespace, or two constructs of one id under two parents,
+        #: never share an object.
+        self.kubernetes_scope = naming.kubernetes_scope(
+            self.name_scope, self.stack.stack_name, self.node.path[len(self.stack.node.path):].lstrip("/"))
+        self._agent_code_prefix = naming.agent_code_prefix(self.kubernetes_scope)
         if config.env is None:
             # The enclosing stack's env: the config's rules that depend on it (ARNs in its account, region support)
             # apply as they do to a config that names it.
@@ -145,7 +155,9 @@ class HyperPodInference(Construct):
         self._domain_props = (hosted_zone, certificate)
         self._files = config.manifests.delivery == "files"
         self.partition = partition_of_region(self.region) if not is_unresolved(self.region) else cdk.Aws.PARTITION
-        self.delivery = ManifestDelivery(cluster if not self._files else None)
+        self.delivery = ManifestDelivery(
+            cluster if not self._files else None, owner_labels=naming.owner_labels(self.kubernetes_scope),
+            adopt_existing=str(self.node.try_get_context(ADOPT_EXISTING_CONTEXT)).lower() == "true")
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._added: list[Endpoint] = []
         self._sealed = False
@@ -164,6 +176,7 @@ class HyperPodInference(Construct):
         #: ``stackLayout: perNamespace``: (namespace, stackGroup) -> the nested stack holding its endpoints.
         self.nested_stacks: dict[tuple[str, str | None], cdk.NestedStack] = {}
 
+        claim_operator(self, config, cluster)
         self.operator = OperatorInstall(self, config=config, oidc_provider_arn=self.oidc_provider_arn,
                                         delivery=self.delivery, cluster=cluster, endpoints=self._added,
                                         name_scope=self.name_scope,
@@ -335,11 +348,11 @@ class HyperPodInference(Construct):
         base_deps = [self._namespace_units[endpoint.namespace]] if endpoint.namespace in self._namespace_units else []
         deps = list(base_deps)
         support_objs: list[dict[str, Any]] = []
-        token = token_secret_ref(endpoint, scope_key)
+        token = token_secret_ref(endpoint, scope_key, self.kubernetes_scope)
         hf = endpoint.model.huggingface
         token_role = model_role = None
         if hf is not None and hf.token is not None and hf.token.secrets_manager_arn:
-            token_unit, token_role = self._token_sync(scope, endpoint, base_deps)
+            token_unit, token_role = self._token_sync(self._stack_home(scope), endpoint, base_deps)
             deps.append(token_unit)
         s3_source = endpoint.model.s3
         wiring: dict[str, Any] = {"region": self.region}
@@ -347,18 +360,20 @@ class HyperPodInference(Construct):
         if endpoint.weight_cache.mode == "daemonset":
             sa_name = None
             if s3_source is not None:
-                sa_name = model_reader_service_account(endpoint, None)["metadata"]["name"]
+                sa_name = model_reader_service_account(endpoint, None, self.kubernetes_scope)["metadata"]["name"]
                 model_role = self._service_account_role(scope, endpoint.namespace, endpoint.name, sa_name,
                                                         "ModelReader")
                 grant_model_read(model_role, bucket=s3_source.bucket, prefix=s3_source.prefix,
                                  kms_key_arn=s3_source.kms_key_arn)
-                support_objs.append(model_reader_service_account(endpoint, self.manifest_role_arn(model_role)))
+                support_objs.append(model_reader_service_account(endpoint, self.manifest_role_arn(model_role),
+                                                                 self.kubernetes_scope))
             plan = NvmeCachePlan(endpoint, self.region, token, sa_name, code_configmap_prefix=self._agent_code_prefix,
                                  share_across_namespaces=endpoint.weight_cache.share_across_namespaces,
-                                 lease_sidecar=endpoint.weight_cache.lease_sidecar, group_scope=scope_key)
+                                 lease_sidecar=endpoint.weight_cache.lease_sidecar, group_scope=scope_key,
+                                 name_scope=self.kubernetes_scope)
             wiring.update(kubernetes_volumes=plan.volumes(), init_containers=plan.init_containers(),
                           model_volume_name=endpoint.weight_cache.volume_name, service_account_name=sa_name)
-            deps.append(self._agent_code_unit(scope, endpoint.namespace, base_deps))
+            deps.append(self._agent_code_unit(endpoint.namespace, base_deps))
         else:
             # The operator hands the token to its own init container (and, without prefetch, to the runtime).
             wiring["token_secret"] = token
@@ -374,14 +389,14 @@ class HyperPodInference(Construct):
             wiring.update(certificate_arn=domain.certificate_arn, hosted_zone_id=domain.hosted_zone_id,
                           tls_output_s3_uri=self.tls_bucket.s3_uri)
         if support_objs:
-            support = self.delivery.chart(naming.support_unit_name(name))
+            support = self.delivery.chart(naming.shared_unit_name(endpoint.namespace, "reader", sa_name))
             add_objects(support, support_objs)
             self.delivery.deliver(scope, support.node.id, support, depends_on=base_deps)
             deps.append(support.node.id)
         if plan is not None:
             # The warm DaemonSet is shared by every endpoint with the same agent pod; built at synth (_seal), once
             # every endpoint is known.
-            group = self._warm_groups.setdefault(plan.warm_name, _WarmGroup(scope, [], list(deps)))
+            group = self._warm_groups.setdefault(plan.warm_name, _WarmGroup(self._stack_home(scope), [], list(deps)))
             group.plans.append(plan)
         chart = EndpointChart(self.delivery.k8s_app, name, endpoint=endpoint, wiring=EndpointWiring(**wiring))
         unit = self.delivery.deliver(scope, name, chart, depends_on=deps, after=list(self.operator.dependencies),
@@ -411,14 +426,15 @@ class HyperPodInference(Construct):
         hf = endpoint.model.huggingface
         assert hf is not None and hf.token is not None and hf.token.secrets_manager_arn
         scope_key = self._scope_key(scope)
-        names = token_names(endpoint, scope_key)
-        unit_name = naming.shared_unit_name(endpoint.namespace, names["secret"])
+        names = token_names(endpoint, scope_key, self.kubernetes_scope)
+        unit_name = naming.shared_unit_name(endpoint.namespace, "token", names["secret"])
         sync = self._token_syncs.get(unit_name)
         if sync is None:
-            role = self._service_account_role(scope, endpoint.namespace, names["secret"], names["service_account"],
-                                              "Reader")
+            role = self._service_account_role(scope, endpoint.namespace, unit_name[len(endpoint.namespace) + 1:],
+                                              names["service_account"], "Reader")
             chart = self.delivery.chart(unit_name)
             add_objects(chart, external_secret_objects(endpoint, region=self.region, scope_key=scope_key,
+                                                       name_scope=self.kubernetes_scope,
                                                        role_arn=self.manifest_role_arn(role)))
             self.delivery.deliver(scope, unit_name, chart, depends_on=depends_on)
             sync = self._token_syncs[unit_name] = (role, set())
@@ -448,27 +464,48 @@ class HyperPodInference(Construct):
             # (the endpoints delivered before it, which depend on it by name, wait for it: ManifestDelivery.deliver)
             self.delivery.deliver(scope, name, chart, depends_on=depends_on, prune=False)
         for warm_name, group in self._warm_groups.items():
-            unit_name = naming.shared_unit_name(group.plans[0].endpoint.namespace, warm_name)
+            unit_name = naming.shared_unit_name(group.plans[0].endpoint.namespace, "warm", warm_name)
             chart = self.delivery.chart(unit_name)
             NvmeCache(chart, "NvmeCache", plans=group.plans)
             self.delivery.deliver(group.scope, unit_name, chart, depends_on=group.depends_on)
+        claim_objects(self)
 
     def _default_scope(self, endpoint: Endpoint) -> Construct:
         """This construct (``stackLayout: single``), or the nested stack of the endpoint's namespace and
         ``stackGroup`` (``perNamespace``), created on first use."""
         if self.config.stack_layout != "perNamespace":
             return self
-        key = (endpoint.namespace, endpoint.stack_group)
+        return self._nested_stack(endpoint.namespace, endpoint.stack_group)
+
+    def _nested_stack(self, namespace: str, group: str | None) -> cdk.NestedStack:
+        key = (namespace, group)
         nested = self.nested_stacks.get(key)
         if nested is None:
             # '.' is in neither a namespace nor a group, so the ids of two keys never coincide.
             construct_id = ".".join(p for p in ("Namespace", *key) if p)
             nested = cdk.NestedStack(self, construct_id, description=(
-                f"SageMaker HyperPod inference: namespace {endpoint.namespace}"
-                + (f", stack group {endpoint.stack_group}" if endpoint.stack_group else "")
+                f"SageMaker HyperPod inference: namespace {namespace}"
+                + (f", stack group {group}" if group else "")
                 + f" of {self.name_scope} (hyperpod-inference-cdk)"))
             self.nested_stacks[key] = nested
         return nested
+
+    # ------------------------------------------------------------------------------- homes of shared pieces
+    def _namespace_home(self, namespace: str) -> Construct:
+        """Where a namespace's one-per-namespace pieces (the agent code and its gc Job and RBAC) live, whatever the
+        order of the endpoints: this construct (``stackLayout: single``), or the namespace's own nested stack
+        ``Namespace.<ns>`` (``perNamespace``; created for them when every endpoint of the namespace has a
+        ``stackGroup``). Reordering, adding or removing endpoints never moves them."""
+        if self.config.stack_layout != "perNamespace":
+            return self
+        return self._nested_stack(namespace, None)
+
+    def _stack_home(self, scope: Construct) -> Construct:
+        """Where the pieces shared by the endpoints of one stack live (token syncs, warm DaemonSets): this construct
+        for the enclosing stack, else the stack ``scope`` is in (a namespace's or group's nested stack). It depends on
+        the stack only, never on which endpoint came first."""
+        stack = cdk.Stack.of(scope)
+        return self if stack is self.stack else stack
 
     def stack_label(self, stack: cdk.Stack) -> str:
         """Which part of the config a stack of this construct holds: ``namespace team-a (stackGroup g)`` for a
@@ -507,11 +544,12 @@ class HyperPodInference(Construct):
             return role.role_arn
         return naming.role_arn(self.partition, self.account, name)
 
-    def _agent_code_unit(self, scope: Construct, namespace: str, depends_on: list[str]) -> str:
-        """The namespace's shared NVMe agent code unit, by name: registered once here, built and delivered at synth
-        (:meth:`_seal`), when every agent pod of the namespace is known."""
-        name = naming.agent_code_unit_name(namespace)
-        self._code_units.setdefault(name, (scope, namespace, list(depends_on)))
+    def _agent_code_unit(self, namespace: str, depends_on: list[str]) -> str:
+        """The namespace's shared NVMe agent code unit, by name (after the code's name prefix): registered once, in the
+        namespace's home (:meth:`_namespace_home`), built and delivered at synth (:meth:`_seal`), when every agent pod
+        of the namespace is known."""
+        name = naming.shared_unit_name(namespace, "agent", self._agent_code_prefix)
+        self._code_units.setdefault(name, (self._namespace_home(namespace), namespace, list(depends_on)))
         return name
 
     def _add_namespaces(self) -> None:
@@ -527,7 +565,7 @@ class HyperPodInference(Construct):
             chart = self.delivery.chart("namespaces")
             for ns in self.config.namespaces:
                 _namespace(chart, ns)
-            unit = self.delivery.deliver(self, "namespaces", chart)
+            unit = self.delivery.deliver(self, "namespaces", chart, overwrite=True)
             if unit.resource is not None:
                 unit.resource.node.find_child("Resource").apply_removal_policy(cdk.RemovalPolicy.RETAIN)
             self._namespace_units = dict.fromkeys(self.config.namespaces, "namespaces")
@@ -799,6 +837,7 @@ class _SizeLimits:
         owner = self.owner
         counts = template_counts(owner.stack)
         problems = owner.delivery.size_problems() + stack_limit_problems(owner.stack, counts=counts)
+        problems += shared_object_problems(owner)
         for (ns, group), nested in owner.nested_stacks.items():
             problems += stack_limit_problems(nested, where=owner.stack_label(nested), way_out=_way_out(ns, group),
                                              counts=counts)

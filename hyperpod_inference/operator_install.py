@@ -125,7 +125,10 @@ class OperatorInstall:
             hyperpod_cluster_arn=config.cluster.hyperpod_cluster_arn,
             jumpstart_gated_model_download_role_arn=lazy_string(lambda: self._gated_role_arn() or ""),
             enable_custom_service_accounts=custom_service_accounts_env, crd_source=op.crd_source))
-        unit = delivery.deliver(scope, "operator", chart, after=[self.tls_bucket, *deps])
+        # Applied, not created: its namespace (hyperpod-inference-system) is the one the ALB controller and KEDA Helm
+        # releases create first, and its names are the operator's own, not the stack's (one operator per cluster is
+        # checked at synth: claim_operator).
+        unit = delivery.deliver(scope, "operator", chart, after=[self.tls_bucket, *deps], overwrite=True)
         delivery.operator_unit = unit
         self.chart_unit = unit
 

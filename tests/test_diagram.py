@@ -98,7 +98,7 @@ def test_imported_resources_and_annotated_service_accounts(files_out):
     edges = _dot_edges(diagram.to_dot(graph))
 
     # ServiceAccount with eks.amazonaws.com/role-arn whose role trusts it: one two-way IRSA edge
-    (role,) = [n.id for n in graph.nodes.values() if re.fullmatch(r"InferenceHfToken[0-9a-f]{10}ReaderRole", n.name)
+    (role,) = [n.id for n in graph.nodes.values() if re.fullmatch(r"InferenceToken[0-9a-f]{8}ReaderRole", n.name)
                and n.caption.startswith("IAM role")]
     (sync,) = [n.id[len("k8s:inference/SecretStore/"):] for n in graph.nodes.values()
                if n.id.startswith("k8s:inference/SecretStore/")]

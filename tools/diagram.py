@@ -38,6 +38,9 @@ SA_PREFIX = "system:serviceaccount:"
 HASH_SUFFIX = re.compile(r"[0-9A-F]{8}$")
 #: the content hash the library appends to some Kubernetes names (code ConfigMap, gc Job): shown as "-<hash>"
 K8S_HASH_SUFFIX = re.compile(r"-[0-9a-f]{10}$")
+#: the label naming the stack's Kubernetes scope, the head of every Kubernetes name the library chooses: left out of
+#: labels (a diagram shows one stack)
+STACK_LABEL = "hyperpod-inference/stack"
 PLACEHOLDER = re.compile(r"<([A-Za-z][A-Za-z0-9]*)(?:\.[A-Za-z0-9.]+)?>")
 
 # logical-ID prefixes (construct scopes) shortened in labels, first match wins
@@ -220,6 +223,18 @@ class Builder:
         self.role_policies: dict[str, list[dict]] = {}
         self.endpoint_crs: dict[str, str] = {}   # SageMaker endpoint name -> CR node
         self.merged: dict[str, str] = {}         # provider-framework resource -> its one node
+        self.scopes = sorted({((d.get("metadata") or {}).get("labels") or {}).get(STACK_LABEL) for d in manifests}
+                             - {None}, key=len, reverse=True)
+
+    def unscoped(self, name: str) -> str:
+        """``name`` (a Kubernetes name or a logical ID) without the stack's scope in it."""
+        for scope in self.scopes:
+            if name.startswith(scope + "-"):
+                return name[len(scope) + 1:]
+            camel = "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", scope) if p)
+            if camel in name:
+                return name.replace(camel, "", 1)
+        return name
 
     # ids
     @staticmethod
@@ -294,7 +309,7 @@ class Builder:
                 continue
             group, caption, fill = AWS_TYPES.get(rtype, ("other", rtype.split("::", 1)[-1], "#f2f2f2"))
             props = res.get("Properties", {})
-            name = short_name(lid)
+            name = short_name(self.unscoped(lid))
             if rtype == "AWS::EKS::Addon":
                 name = props.get("AddonName", name)
             elif rtype == "Custom::SageMakerEndpointVerification":
@@ -330,7 +345,8 @@ class Builder:
             ns = meta.get("namespace")
             nid = self.k8s_id(kind, ns, meta.get("name", "?"))
             is_cr = doc.get("apiVersion", "").startswith("inference.sagemaker.aws.amazon.com")
-            self.g.nodes[nid] = Node(nid, K8S_HASH_SUFFIX.sub("-<hash>", meta.get("name", "?")), kind, f"ns:{ns or '(cluster)'}",
+            label = K8S_HASH_SUFFIX.sub("-<hash>", self.unscoped(meta.get("name", "?")))
+            self.g.nodes[nid] = Node(nid, label, kind, f"ns:{ns or '(cluster)'}",
                                      CR_COLOUR if is_cr else K8S_COLOUR)
             if is_cr:
                 spec = doc.get("spec", {})

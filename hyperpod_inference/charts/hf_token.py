@@ -5,7 +5,7 @@
 (``external-secrets.io/v1``): a namespace-scoped ``SecretStore`` whose service account assumes an IRSA role that can
 read exactly that one secret, and an ``ExternalSecret`` that writes the Kubernetes Secret. Manifests carry only the
 secret's ARN and names. Endpoints of one namespace that name the same secret (and JSON property) share one sync:
-its objects are named ``hf-token-<hash>`` after what they read, not after an endpoint.
+its objects are named ``<stack scope>-hf-token-<hash>`` after the stack and what they read, not after an endpoint.
 """
 
 from __future__ import annotations
@@ -31,23 +31,25 @@ def token_sync_key(endpoint: Endpoint, scope_key: str = "") -> str:
     return json.dumps([endpoint.namespace, scope_key, token.secrets_manager_arn, token.json_property])
 
 
-def token_names(endpoint: Endpoint, scope_key: str = "") -> dict[str, str]:
-    """The Kubernetes names of an endpoint's Secrets Manager token sync: ``hf-token-<hash of token_sync_key>``."""
-    return naming.hf_token_names(token_sync_key(endpoint, scope_key))
+def token_names(endpoint: Endpoint, scope_key: str = "", name_scope: str = "") -> dict[str, str]:
+    """The Kubernetes names of an endpoint's Secrets Manager token sync: ``<name_scope>-hf-token-<hash of
+    token_sync_key>`` (:func:`~hyperpod_inference.facts.naming.hf_token_names`; ``name_scope``: the stack's
+    :func:`~hyperpod_inference.facts.naming.kubernetes_scope`)."""
+    return naming.hf_token_names(name_scope, token_sync_key(endpoint, scope_key))
 
 
-def token_secret_ref(endpoint: Endpoint, scope_key: str = "") -> SecretRef | None:
+def token_secret_ref(endpoint: Endpoint, scope_key: str = "", name_scope: str = "") -> SecretRef | None:
     """The Kubernetes Secret (in the endpoint's namespace) that holds the token, whichever way it gets there."""
     hf = endpoint.model.huggingface
     if hf is None or hf.token is None:
         return None
     if hf.token.kubernetes_secret is not None:
         return SecretRef(hf.token.kubernetes_secret.name, hf.token.kubernetes_secret.key)
-    return SecretRef(token_names(endpoint, scope_key)["secret"], TOKEN_KEY)
+    return SecretRef(token_names(endpoint, scope_key, name_scope)["secret"], TOKEN_KEY)
 
 
 def external_secret_objects(endpoint: Endpoint, *, region: str, role_arn: str, scope_key: str = "",
-                            ) -> list[dict[str, Any]]:
+                            name_scope: str = "") -> list[dict[str, Any]]:
     """ServiceAccount (IRSA), SecretStore and ExternalSecret for a Secrets Manager token; [] otherwise.
 
     Plain objects: cdk8s-plus has no kind for the External Secrets CRDs, and its ServiceAccount always writes
@@ -55,7 +57,7 @@ def external_secret_objects(endpoint: Endpoint, *, region: str, role_arn: str, s
     hf = endpoint.model.huggingface
     if hf is None or hf.token is None or hf.token.secrets_manager_arn is None:
         return []
-    names = token_names(endpoint, scope_key)
+    names = token_names(endpoint, scope_key, name_scope)
     ns = endpoint.namespace
     remote: dict[str, Any] = {"key": hf.token.secrets_manager_arn}
     if hf.token.json_property:

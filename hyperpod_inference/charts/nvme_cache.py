@@ -160,6 +160,8 @@ class NvmeCachePlan:
     lease_sidecar: bool = True
     #: Keeps the warm DaemonSets of different stacks (nested stacks of one namespace) apart: part of their names.
     group_scope: str = ""
+    #: The stack's :func:`~hyperpod_inference.facts.naming.kubernetes_scope`: the head of the warm DaemonSet's name.
+    name_scope: str = ""
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -223,13 +225,9 @@ class NvmeCachePlan:
 
     @property
     def warm_name(self) -> str:
-        """The warm DaemonSet's name (also the stem of its models ConfigMap and NetworkPolicy): ``nvme-warm-<hash of
-        the warm key>``, so adding or removing an endpoint of the group never renames it."""
-        return naming.warm_daemonset_name(self.warm_key())
-
-    @property
-    def configmap_name(self) -> str:
-        return naming.warm_models_configmap_name(self.warm_name)
+        """The warm DaemonSet's name (also the stem of its models ConfigMap and NetworkPolicy): ``<name scope>-nvme-
+        warm-<hash of the warm key>``, so adding or removing an endpoint of the group never renames it."""
+        return naming.warm_daemonset_name(self.name_scope, self.warm_key())
 
     @property
     def code_configmap_name(self) -> str:
@@ -320,9 +318,14 @@ class NvmeCache(Construct):
         self.name = first.warm_name
         models = _models(group)
         labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": self.name}
+        # Immutable and named by its content, like the code: nobody can edit what the root agent copies; new models
+        # are a new ConfigMap (the DaemonSet rolls onto it), and the update that brings it prunes the previous one
+        # (the pods of the previous spec keep the copy they mounted until the rollout replaces them).
+        models_json = json.dumps(models, indent=1, sort_keys=True)
+        self.models_configmap_name = naming.models_configmap_name(self.name, models_json)
         self.config_map = kplus.ConfigMap(self, "Models", metadata=cdk8s.ApiObjectMetadata(
-            name=first.configmap_name, namespace=ns, labels=labels),
-            data={MODELS_FILE: json.dumps(models, indent=1, sort_keys=True)})
+            name=self.models_configmap_name, namespace=ns, labels=labels),
+            data={MODELS_FILE: models_json}, immutable=True)
 
         models_path = f"/etc/nvme-agent/{MODELS_FILE}"
         common = ["--models-file", models_path]
@@ -349,7 +352,7 @@ class NvmeCache(Construct):
             "volumes": [
                 first.cache_volume(),
                 _code_volume(first.code_configmap_name),
-                {"name": "models", "configMap": {"name": first.configmap_name,
+                {"name": "models", "configMap": {"name": self.models_configmap_name,
                                                  "items": [{"key": MODELS_FILE, "path": MODELS_FILE}]}},
                 {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
                 *_source_mounts(ep)[0],
@@ -508,13 +511,16 @@ class NvmeAgentGc(Construct):
             ingress=kplus.NetworkPolicyTraffic(default=kplus.NetworkPolicyTrafficDefault.DENY))
 
 
-def model_reader_service_account(endpoint: Endpoint, role_arn: str | None) -> dict[str, Any]:
-    """The per-endpoint ServiceAccount the operator may assign to the pods (label required by the operator).
+def model_reader_service_account(endpoint: Endpoint, role_arn: str | None, name_scope: str = "") -> dict[str, Any]:
+    """The per-endpoint ServiceAccount the operator may assign to the pods (label required by the operator), named
+    ``<name scope>-<endpoint>-model-reader`` (``name_scope``: the stack's
+    :func:`~hyperpod_inference.facts.naming.kubernetes_scope`).
 
     A plain object: cdk8s-plus's ServiceAccount always writes ``automountServiceAccountToken`` (false by default),
     which would change what the operator's model pods get; this one leaves it to the pod spec."""
-    meta: dict[str, Any] = {"name": naming.model_reader_service_account_name(endpoint.name),
-                            "namespace": endpoint.namespace, "labels": {**MANAGED_BY, USER_ASSIGNABLE_LABEL: "true"}}
+    meta: dict[str, Any] = {"name": naming.model_reader_service_account_name(name_scope, endpoint.name),
+                            "namespace": endpoint.namespace,
+                            "labels": {**MANAGED_BY, USER_ASSIGNABLE_LABEL: "true"}}
     if role_arn:
         meta["annotations"] = {"eks.amazonaws.com/role-arn": role_arn}
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}

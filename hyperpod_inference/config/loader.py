@@ -277,7 +277,8 @@ def load_configs(paths: list[str | Path]) -> list[tuple[str, HyperPodConfig]]:
 
     Every file's problems and the rules across files are collected and raised once, each naming its file and path:
     two files naming the same stack (``stackName``, or the default of :func:`default_stack_name`); a SageMaker
-    endpoint name used twice in one account and region; a domain name used twice in one zone."""
+    endpoint name used twice in one account and region; a domain name used twice in one zone; two files installing
+    the operator on one cluster (one operator per cluster)."""
     files = [str(p) for p in paths]
     problems: list[tuple[str, tuple[str, str]]] = []
     loaded: list[tuple[str, HyperPodConfig]] = []
@@ -295,6 +296,7 @@ def load_configs(paths: list[str | Path]) -> list[tuple[str, HyperPodConfig]]:
     stacks: dict[str, str] = {}
     sm_names: dict[tuple[str, str, str], str] = {}
     domains: dict[tuple[str, str], str] = {}
+    installs: dict[tuple[str, str, str], str] = {}
     out: list[tuple[str, HyperPodConfig]] = []
     for path, config in loaded:
         name = default_stack_name(config, several=several)
@@ -303,6 +305,14 @@ def load_configs(paths: list[str | Path]) -> list[tuple[str, HyperPodConfig]]:
                                     "another stackName")))
         stacks.setdefault(name, path)
         account, region = (config.env.account, config.env.region) if config.env else ("", "")
+        cluster = (account, region, config.cluster.eks_cluster_name or "")
+        if config.operator.install != "existing" and cluster[2]:
+            if cluster in installs:
+                problems.append((path, ("operator.install", (
+                    f"{config.operator.install} installs the operator on cluster {cluster[2]} ({account} / {region}), "
+                    f"which {installs[cluster]} installs it on already (one operator per cluster); set "
+                    "operator.install: existing and operator.dependencies: existing here"))))
+            installs.setdefault(cluster, path)
         for j, ep in enumerate(config.endpoints):
             if ep.sagemaker_endpoint_name:
                 key = (account, region, ep.sagemaker_endpoint_name.lower())

@@ -3,7 +3,8 @@
 :func:`physical_name` joins a prefix and parts with ``-``; a name longer than the service allows keeps its head and
 ends in ``-<hash>``, a short SHA-256 digest of the whole name, so it stays deterministic and two long names that share
 a head still differ. The helpers below are the library's own names (the TLS bucket, the operator execution role, the
-capture buckets and key alias), each built by it.
+capture buckets and key alias), each built by it, and the Kubernetes names and owner labels of what a stack applies
+(:func:`kubernetes_scope` and the names built on it).
 
 Names may carry deploy-time values (CDK tokens, ``${Token[...]}``): those parts are never shortened or checked here;
 the helpers reserve room for them instead.
@@ -225,45 +226,98 @@ def role_arn(partition: str, account: str, name: str) -> str:
     return f"arn:{partition}:iam::{account}:role/{name}"
 
 
-# --- Kubernetes names ---------------------------------------------------------------------------------------------
+# --- Kubernetes names and owner labels ------------------------------------------------------------------------------
 
-#: Hex digits of the SHA-256 digest in a content- or key-named Kubernetes object (``<stem>-<digest>``).
+#: The label every object the library creates carries, with :data:`MANAGED_BY_VALUE`.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "hyperpod-inference-cdk"
+#: The label naming the stack (and construct) an object belongs to: its value is :func:`kubernetes_scope`.
+STACK_LABEL = "hyperpod-inference/stack"
+#: The longest :func:`kubernetes_scope`: every name built from it stays a DNS-1123 label (63) with its suffixes.
+KUBERNETES_SCOPE_LENGTH = 30
+_SCOPE_DIGEST_LENGTH = 6
+
+
+def kubernetes_scope(name_scope: str, stack_name: str, path_in_stack: str) -> str:
+    """``<name scope>-<digest>``: what every Kubernetes object name the library chooses starts with, and the value
+    of :data:`STACK_LABEL`.
+
+    ``name_scope`` (the stack's name, with the construct's id unless it is ``Default``) made DNS-safe and shortened
+    keeps it readable; the 6-hex digest of ``<stack name>/<construct path in the stack>`` makes it exact, so two stacks
+    (also names differing only in case or punctuation) and two constructs of one id under two parents never share a
+    name. At most :data:`KUBERNETES_SCOPE_LENGTH` characters, a DNS-1123 label."""
+    digest = hashlib.sha256(f"{stack_name}/{path_in_stack}".encode()).hexdigest()[:_SCOPE_DIGEST_LENGTH]
+    head = physical_name(dns_safe(name_scope, default="hyperpod"), rule=K8S_LABEL,
+                         max_length=KUBERNETES_SCOPE_LENGTH - _SCOPE_DIGEST_LENGTH - 1, hash_length=4, trim_head=True)
+    return f"{head.strip('-')}-{digest}"
+
+
+def owner_labels(scope: str) -> dict[str, str]:
+    """The labels of every object the library creates: managed by this library, in the stack ``scope`` names."""
+    return {MANAGED_BY_LABEL: MANAGED_BY_VALUE, STACK_LABEL: scope}
+
+
+def _digest(text: str, length: int = 10) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def token_sync_name(scope: str, sync_key: str) -> str:
+    """``<scope>-hf-token-<hash of the sync key>``: the Secret, SecretStore and ExternalSecret of one Secrets Manager
+    token sync (its ServiceAccount adds ``-reader``)."""
+    return "-".join(p for p in (scope, "hf-token", _digest(sync_key)) if p)
+
+
+def warm_daemonset_name(scope: str, warm_key: str) -> str:
+    """``<scope>-nvme-warm-<hash of the warm key>``: the warm DaemonSet (and the stem of its NetworkPolicy and models
+    ConfigMaps); adding or removing an endpoint it warms never renames it."""
+    return "-".join(p for p in (scope, "nvme-warm", _digest(warm_key)) if p)
+
+
+def models_configmap_name(warm_name: str, models_json: str) -> str:
+    """``<warm DaemonSet>-models-<hash of its content>``: the immutable models ConfigMap; new models, a new name."""
+    return f"{warm_name}-models-{_digest(models_json)}"
+
+
+def agent_code_prefix(scope: str) -> str:
+    """``<scope>-nvme-agent``: the stem of the agent code ConfigMaps (``<prefix>-<code hash>``) and the gc Job."""
+    return "-".join(p for p in (scope, "nvme-agent") if p)
+
+
+def model_reader_service_account_name(scope: str, endpoint_name: str) -> str:
+    """``<scope>-<endpoint>-model-reader``, at most 253 characters: an endpoint's own ServiceAccount."""
+    return physical_name(scope, endpoint_name, "model-reader", rule=K8S_SUBDOMAIN)
+
+
+def shared_unit_name(namespace: str, what: str, object_name: str) -> str:
+    """``<namespace>-<what>-<8 hex of object_name>``: the manifest (chart and ``Manifest…`` resource) of a shared
+    piece, named after the name of the objects it holds. Objects that get another name come in another manifest
+    resource, which CloudFormation creates (and the pods roll onto) before it deletes the old one; never in the old
+    one, whose ``kubectl apply --prune`` would delete them while pods still use them."""
+    return f"{namespace}-{what}-{_digest(object_name, 8)}"
+
+
+#: Hex digits of the SHA-256 digest in a content-named Kubernetes object (``<stem>-<digest>``).
 HASH_LENGTH = 10
 
 
 def hashed_name(stem: str, key: str, length: int = HASH_LENGTH) -> str:
-    """``<stem>-<first length hex digits of sha256(key)>``: the name of an object shared by everything with equal
-    ``key`` (a token sync, a warm DaemonSet) or named by its content (a Job, a code ConfigMap)."""
-    return f"{stem}-{hashlib.sha256(key.encode()).hexdigest()[:length]}"
+    """``<stem>-<first length hex digits of sha256(key)>``: the name of an object named by its content (a Job)."""
+    return f"{stem}-{_digest(key, length)}"
 
 
-def hf_token_names(sync_key: str) -> dict[str, str]:
-    """The Kubernetes names of a Secrets Manager token sync: ``hf-token-<hash of the sync key>`` for the Secret,
-    SecretStore and ExternalSecret, ``…-reader`` for the ServiceAccount ESO reads with."""
-    base = hashed_name("hf-token", sync_key)
+def hf_token_names(scope: str, sync_key: str) -> dict[str, str]:
+    """The Kubernetes names of a Secrets Manager token sync: :func:`token_sync_name` for the Secret, SecretStore and
+    ExternalSecret, ``…-reader`` for the ServiceAccount ESO reads with."""
+    base = token_sync_name(scope, sync_key)
     return {"secret": base, "store": base, "external_secret": base, "service_account": f"{base}-reader"}
-
-
-def warm_daemonset_name(warm_key: str) -> str:
-    """``nvme-warm-<hash of the warm key>``: the warm DaemonSet (and the stem of its ConfigMap and NetworkPolicy)."""
-    return hashed_name("nvme-warm", warm_key)
-
-
-def warm_models_configmap_name(warm_name: str) -> str:
-    return f"{warm_name}-models"
 
 
 def deny_ingress_policy_name(name: str) -> str:
     return f"{name}-deny-ingress"
 
 
-#: The default name prefix of the NVMe agent's code ConfigMaps (one per namespace and code hash).
+#: The default name prefix of the NVMe agent's code ConfigMaps (a chart used on its own, outside a stack).
 AGENT_CODE_CONFIGMAP = "nvme-agent-code"
-
-
-def agent_code_prefix(scope_name: str) -> str:
-    """``<scope>-nvme-agent`` (a DNS label of at most 40): the stack's prefix of its agent code ConfigMaps."""
-    return physical_name(dns_safe(scope_name, default="hyperpod"), "nvme-agent", rule=K8S_LABEL, max_length=40)
 
 
 def agent_code_configmap_name(prefix: str, code_hash: str) -> str:
@@ -276,27 +330,10 @@ def agent_gc_name(prefix: str) -> str:
     return f"{prefix}-gc"
 
 
-def model_reader_service_account_name(endpoint_name: str) -> str:
-    return f"{endpoint_name}-model-reader"
-
-
 # --- delivery units (a manifest file and, with kubectl delivery, a KubernetesManifest resource each) ---------------
 
 def endpoint_unit_name(namespace: str, endpoint_name: str) -> str:
     return f"{namespace}-{endpoint_name}"
-
-
-def support_unit_name(endpoint_unit: str) -> str:
-    return f"{endpoint_unit}-support"
-
-
-def shared_unit_name(namespace: str, object_name: str) -> str:
-    """A shared per-namespace piece (a token sync, a warm DaemonSet), by the name of its object."""
-    return f"{namespace}-{object_name}"
-
-
-def agent_code_unit_name(namespace: str) -> str:
-    return f"{namespace}-{AGENT_CODE_CONFIGMAP}"
 
 
 def namespace_unit_name(namespace: str) -> str:

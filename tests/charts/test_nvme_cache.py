@@ -223,6 +223,26 @@ def test_config_hash_changes_with_the_model_so_the_daemonset_rolls():
     assert a["hyperpod-inference/config-hash"] != b["hyperpod-inference/config-hash"]
 
 
+def test_the_models_configmap_is_immutable_and_named_by_its_content_so_new_models_are_a_new_configmap():
+    # GIVEN one warm DaemonSet's plan, and the same plan serving another commit
+    model = copy.deepcopy(BASE["endpoints"][0]["model"])
+    model["huggingface"]["commitSHA"] = "b" * 40
+    a, b = synth(plan_for(name_scope="s-0a1b2c")), synth(plan_for(model=model, name_scope="s-0a1b2c"))
+    # THEN the models ConfigMap cannot be edited (what the root agent copies comes only from a deploy) ...
+    for objs in (a, b):
+        cm, ds = objs["ConfigMap"], objs["DaemonSet"]
+        assert cm["immutable"] is True and k8s_errors(cm, "1.28") == []
+        # ... is named after the DaemonSet and its content, and is the ConfigMap the DaemonSet mounts
+        assert cm["metadata"]["name"] == f"{ds['metadata']['name']}-models-" + hashlib.sha256(
+            cm["data"]["models.json"].encode()).hexdigest()[:10]
+        (volume,) = [v for v in ds["spec"]["template"]["spec"]["volumes"] if v["name"] == "models"]
+        assert volume["configMap"]["name"] == cm["metadata"]["name"]
+    # AND other models are another ConfigMap under the same (unrenamed) DaemonSet
+    assert a["DaemonSet"]["metadata"]["name"] == b["DaemonSet"]["metadata"]["name"]
+    assert a["DaemonSet"]["metadata"]["name"].startswith("s-0a1b2c-nvme-warm-")
+    assert a["ConfigMap"]["metadata"]["name"] != b["ConfigMap"]["metadata"]["name"]
+
+
 def test_worker_volume_is_the_models_directory_and_token_reaches_agents_only():
     plan = plan_for()
     model_volume = next(v for v in plan.volumes() if v["name"] == "nvme-model")

@@ -80,11 +80,12 @@ def test_token_is_wired_through_add_endpoint(user_app: dict[str, Any]) -> None:
     ref = chat.custom_resource["spec"]["modelSourceConfig"]["huggingFaceModel"]["tokenSecretRef"]
     # THEN the custom resource references the Secret that the namespace's sync of that secret writes
     docs = user_app["inference"].manifest_documents()
-    syncs = [objs for name, objs in docs.items() if name.startswith("inference-hf-token-")]
+    scope = user_app["inference"].kubernetes_scope
+    syncs = [objs for name, objs in docs.items() if name.startswith("inference-token-")]
     assert len(syncs) == 1
     by_kind = {o["kind"]: o for o in syncs[0]}
     assert ref == {"name": by_kind["ExternalSecret"]["spec"]["target"]["name"], "key": "token"}
-    assert ref["name"].startswith("hf-token-")
+    assert ref["name"].startswith(f"{scope}-hf-token-")
     assert by_kind["SecretStore"]["metadata"]["name"] == ref["name"]
     # and the token reader role trusts exactly the ESO service account
     subjects = _trust_subjects(user_app["raw"])
@@ -96,7 +97,9 @@ def test_token_is_wired_through_add_endpoint(user_app: dict[str, Any]) -> None:
 def test_s3_endpoint_with_nvme_cache_gets_its_own_reader_role(user_app: dict[str, Any]) -> None:
     s = user_app["summarize"]
     role_id = user_app["stack"].get_logical_id(s.model_reader_role.node.default_child)
-    assert _trust_subjects(user_app["raw"])[role_id] == "system:serviceaccount:inference:summarize-model-reader"
+    scope = user_app["inference"].kubernetes_scope
+    assert _trust_subjects(user_app["raw"])[role_id] == \
+        f"system:serviceaccount:inference:{scope}-summarize-model-reader"
     policy = json.dumps([r for r in user_app["raw"]["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
                          and {"Ref": role_id} in r["Properties"]["Roles"]])
     assert "arn:aws:s3:::my-models/llama/*" in policy

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hyperpod_inference.facts import naming
+
 from .conftest import REPO, cli_env, run_cdk
 
 pytestmark = pytest.mark.e2e
@@ -21,9 +23,10 @@ def test_default_app_synthesizes_template_and_manifests_with_the_cli(synth_defau
     # THEN the template applies the manifests and the review copies are written, one file per chart
     assert any(r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" for r in template["Resources"].values())
     manifests = sorted(p.name for p in (out / "manifests").glob("*.yaml"))
-    assert len(manifests) == 4 and re.fullmatch(r"inference-nvme-warm-[0-9a-f]{10}\.yaml", manifests[1]), manifests
-    assert [manifests[0], *manifests[2:]] == ["inference-nvme-agent-code.yaml", "inference-qwen-chat.yaml",
-                                              "namespace-inference.yaml"]
+    scope = naming.kubernetes_scope("HyperPodInference", "HyperPodInference", "Default")
+    code = naming.shared_unit_name("inference", "agent", f"{scope}-nvme-agent")
+    assert len(manifests) == 4 and re.fullmatch(r"inference-warm-[0-9a-f]{8}\.yaml", manifests[2]), manifests
+    assert [*manifests[:2], manifests[3]] == [f"{code}.yaml", "inference-qwen-chat.yaml", "namespace-inference.yaml"]
     cr = next(yaml.safe_load_all((out / "manifests" / "inference-qwen-chat.yaml").read_text()))
     assert cr["kind"] == "InferenceEndpointConfig" and cr["metadata"]["name"] == "qwen-chat"
     report = json.loads((out / "validation-report.json").read_text())

@@ -26,7 +26,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from hyperpod_inference.facts import naming
+
 from .conftest import MOTO_ACCOUNT, MOTO_REGION, REPO, STACK_NAME, MotoServer, run_cdk
+
+#: The Kubernetes scope of the deployed stack's names (its construct is ``Default``).
+SCOPE = naming.kubernetes_scope(STACK_NAME, STACK_NAME, "Default")
 
 pytestmark = [pytest.mark.e2e, pytest.mark.deploy]
 
@@ -250,7 +255,7 @@ def test_every_role_trust_and_inline_policy_as_synthesized(deployment: dict[str,
             cond = st.get("Condition", {})
             subjects |= {s for op in cond.values() for k, v in op.items() if k.endswith(":sub")
                          for s in ([v] if isinstance(v, str) else v)}
-    token_readers = {s for s in subjects if re.fullmatch(r"system:serviceaccount:inference:hf-token-[0-9a-f]{10}-reader", s)}
+    token_readers = {s for s in subjects if re.fullmatch(rf"system:serviceaccount:inference:{SCOPE}-hf-token-[0-9a-f]{{10}}-reader", s)}
     assert len(token_readers) == 1  # the namespace's one sync of the endpoint's Secrets Manager token
     assert subjects - token_readers == {
         OPERATOR_SUB,
@@ -258,7 +263,7 @@ def test_every_role_trust_and_inline_policy_as_synthesized(deployment: dict[str,
         "system:serviceaccount:hyperpod-inference-system:keda-operator",
         "system:serviceaccount:kube-system:s3-csi-driver-sa",
         "system:serviceaccount:research:hyperpod-inference-service-account*",  # StringLike: per-endpoint SAs
-        "system:serviceaccount:research:llama-nvme-model-reader",
+        f"system:serviceaccount:research:{SCOPE}-llama-nvme-model-reader",
     }
     policies = _of_type(template, "AWS::IAM::Policy")
     assert policies

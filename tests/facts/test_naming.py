@@ -164,29 +164,64 @@ def test_scope_and_iam_names_are_the_deployed_ones():
     assert n.default_stack_name("Mine", "hp-eks", several=True) == "Mine"
 
 
-def test_kubernetes_names_are_the_deployed_ones():
+def test_kubernetes_names_are_built_on_the_stack_scope():
     import hashlib
 
     from hyperpod_inference.facts import naming as n
 
-    def digest(key: str) -> str:
-        return hashlib.sha256(key.encode()).hexdigest()[:10]
+    def digest(key: str, length: int = 10) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()[:length]
 
-    # GIVEN keys as the charts build them WHEN named THEN each name is <stem>-<10 hex of sha256(key)> or a suffix
-    assert n.hf_token_names("k") == {"secret": f"hf-token-{digest('k')}", "store": f"hf-token-{digest('k')}",
-                                     "external_secret": f"hf-token-{digest('k')}",
-                                     "service_account": f"hf-token-{digest('k')}-reader"}
-    warm = n.warm_daemonset_name("w")
-    assert warm == f"nvme-warm-{digest('w')}"
-    assert n.warm_models_configmap_name(warm) == f"{warm}-models"
+    # GIVEN a scope and keys as the charts build them WHEN named THEN each name starts with the scope and ends in
+    # <10 hex of sha256(key)> or a fixed suffix
+    base = f"s-hf-token-{digest('k')}"
+    assert n.hf_token_names("s", "k") == {"secret": base, "store": base, "external_secret": base,
+                                          "service_account": f"{base}-reader"}
+    warm = n.warm_daemonset_name("s", "w")
+    assert warm == f"s-nvme-warm-{digest('w')}"
     assert n.deny_ingress_policy_name(warm) == f"{warm}-deny-ingress"
-    assert n.agent_code_prefix("HyperPodInference") == "hyperpodinference-nvme-agent"
+    assert n.agent_code_prefix("s") == "s-nvme-agent"
     assert n.agent_code_configmap_name("p", "0123456789abcdef") == "p-0123456789"
     assert n.agent_gc_name("p") == "p-gc"
     assert n.hashed_name("p-gc", "{}") == f"p-gc-{digest('{}')}"
-    assert n.model_reader_service_account_name("llama") == "llama-model-reader"
-    assert (n.endpoint_unit_name("inference", "qwen"), n.support_unit_name("inference-qwen"),
-            n.shared_unit_name("inference", warm), n.agent_code_unit_name("inference"),
+    assert n.model_reader_service_account_name("s", "llama") == "s-llama-model-reader"
+    assert (n.endpoint_unit_name("inference", "qwen"), n.shared_unit_name("inference", "warm", warm),
             n.namespace_unit_name("inference")) == (
-        "inference-qwen", "inference-qwen-support", f"inference-{warm}", "inference-nvme-agent-code",
-        "namespace-inference")
+        "inference-qwen", f"inference-warm-{digest(warm, 8)}", "namespace-inference")
+
+
+# --- Kubernetes names ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stack_name", STACK_NAMES)
+def test_the_kubernetes_scope_carries_the_stack_and_keeps_every_name_built_on_it_a_dns_label(stack_name):
+    # GIVEN a stack name WHEN its Kubernetes scope is built
+    scope = naming.kubernetes_scope(stack_name, stack_name, "Default")
+    # THEN it is a DNS-1123 label of at most 30 characters, starting with the readable stack name where it fits
+    assert naming.K8S_LABEL.problem(scope) is None and len(scope) <= naming.KUBERNETES_SCOPE_LENGTH
+    assert re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", scope), scope
+    readable = naming.dns_safe(stack_name, default="hyperpod")
+    if len(readable) <= 23:
+        assert scope.startswith(readable.strip("-") + "-")
+    # AND every name built on it stays a DNS-1123 label (the warm DaemonSet's name is also a label value)
+    for name in (naming.token_sync_name(scope, "k") + "-reader", naming.warm_daemonset_name(scope, "k"),
+                 naming.agent_code_prefix(scope) + "-gc-0123456789"):
+        assert naming.K8S_LABEL.problem(name) is None, name
+
+
+def test_two_stacks_and_two_constructs_of_one_id_get_different_kubernetes_scopes():
+    # GIVEN stacks whose names differ only in case or punctuation, and one construct id under two parents
+    scopes = [naming.kubernetes_scope("TeamA", "TeamA", "Default"),
+              naming.kubernetes_scope("teama", "teama", "Default"),
+              naming.kubernetes_scope("Team-A", "Team-A", "Default"),
+              naming.kubernetes_scope("Platform-Inference", "Platform", "Blue/Inference"),
+              naming.kubernetes_scope("Platform-Inference", "Platform", "Green/Inference")]
+    # THEN no two are equal (the digest of the stack name and the construct path tells them apart)
+    assert len(set(scopes)) == len(scopes), scopes
+
+
+def test_the_models_configmap_is_named_by_its_content():
+    # GIVEN one warm DaemonSet and two model lists THEN each content has its own name under the DaemonSet's
+    a = naming.models_configmap_name("s-nvme-warm-0123456789", '[{"modelId": "a"}]')
+    b = naming.models_configmap_name("s-nvme-warm-0123456789", '[{"modelId": "b"}]')
+    assert a != b and a.startswith("s-nvme-warm-0123456789-models-")
+    assert a == naming.models_configmap_name("s-nvme-warm-0123456789", '[{"modelId": "a"}]')

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from hyperpod_inference.facts import naming
 from tests.k8s_validation import validate_all
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
 
@@ -33,7 +34,8 @@ def two_namespaces(tmp_path_factory):
 
 def test_the_code_manifest_holds_the_gc_job_built_from_the_first_agent_pod_of_the_namespace(two_namespaces):
     s = two_namespaces
-    objs = s.manifests["inference-nvme-agent-code"]
+    code_unit = naming.shared_unit_name("inference", "agent", f"{s.stack.inference.kubernetes_scope}-nvme-agent")
+    objs = s.manifests[code_unit]
 
     # THEN the namespace's code manifest holds the code ConfigMap and the gc Job with its ServiceAccount, Role and
     # RoleBinding, all valid
@@ -50,7 +52,7 @@ def test_the_code_manifest_holds_the_gc_job_built_from_the_first_agent_pod_of_th
     assert terms[0]["matchExpressions"][0]["values"] == ["ml.g5.12xlarge"]
     # AND it is in the same manifest resource as the code (no new CloudFormation resource), still applied unpruned
     # and before every endpoint of the namespace
-    code_id = s.stack.get_logical_id(s.stack.manifest_resources["inference-nvme-agent-code"].node.default_child)
+    code_id = s.stack.get_logical_id(s.stack.manifest_resources[code_unit].node.default_child)
     manifests = s.resources(KUBE)
     assert [i for i, r in manifests.items() if "batch/v1" in json.dumps(r["Properties"]["Manifest"])] == [code_id]
     assert "PruneLabel" not in manifests[code_id]["Properties"]
@@ -62,7 +64,7 @@ def test_the_code_manifest_holds_the_gc_job_built_from_the_first_agent_pod_of_th
 def test_a_namespace_without_daemonset_cached_endpoints_gets_no_code_and_no_gc_job(two_namespaces):
     s = two_namespaces
     # THEN namespace `plain` has no agent code manifest and no Job at all
-    assert "plain-nvme-agent-code" not in s.manifests
+    assert not [name for name in s.manifests if name.startswith("plain-agent-")]
     plain = [o for objs in s.manifests.values() for o in objs if (o.get("metadata") or {}).get("namespace") == "plain"]
     assert plain and not [o for o in plain if o["kind"] in ("Job", "ConfigMap", "Role", "NetworkPolicy")]
 

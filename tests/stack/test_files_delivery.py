@@ -7,6 +7,7 @@ import json
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from hyperpod_inference.facts import naming
 from tests.k8s_validation import crd_errors, is_custom_resource, k8s_errors, validate_all
 from tests.synth_helpers import FILES_CONFIG, load_yaml, synth_config
 
@@ -41,12 +42,15 @@ def test_synth_passes_cdk_nag_and_writes_one_file_per_chart(synth):
     # THEN app.synth() did not raise (a cdk-nag finding would), and each chart has its file
     token = only(synth, "ExternalSecret", "inference")["metadata"]["name"]
     warm = {o["metadata"]["namespace"]: o["metadata"]["name"] for o in synth.objects() if o["kind"] == "DaemonSet"}
+    scope = synth.stack.inference.kubernetes_scope
+    # the shared pieces' manifests are named after the objects they hold (naming.shared_unit_name)
+    unit = naming.shared_unit_name
     assert set(synth.manifests) == {
-        "namespace-inference", "namespace-research", f"inference-{token}", "inference-qwen-chat",
-        "research-llama-s3",
-        "research-mistral-tgi", "research-llama-nvme-support", "research-llama-nvme", "research-llama-js",
-        "inference-nvme-agent-code", "research-nvme-agent-code",
-        f"inference-{warm['inference']}", f"research-{warm['research']}"}
+        "namespace-inference", "namespace-research", unit("inference", "token", token), "inference-qwen-chat",
+        "research-llama-s3", "research-mistral-tgi", unit("research", "reader", f"{scope}-llama-nvme-model-reader"),
+        "research-llama-nvme", "research-llama-js", unit("inference", "agent", f"{scope}-nvme-agent"),
+        unit("research", "agent", f"{scope}-nvme-agent"), unit("inference", "warm", warm["inference"]),
+        unit("research", "warm", warm["research"])}
 
 
 def test_files_delivery_applies_nothing_and_manifests_hold_no_tokens(synth):
@@ -159,12 +163,13 @@ def test_nvme_init_container_carries_the_token_and_the_worker_does_not(synth):
 
 
 def test_s3_daemonset_endpoint_gets_a_user_assignable_service_account_with_exact_irsa(synth, template):
-    sa = by_name(synth, "ServiceAccount", "llama-nvme-model-reader")
+    name = f"{synth.stack.inference.kubernetes_scope}-llama-nvme-model-reader"
+    sa = by_name(synth, "ServiceAccount", name)
     assert sa["metadata"]["labels"]["sagemaker.amazonaws.com/user-assignable"] == "true"
     assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].startswith("arn:aws:iam::111122223333:role/") \
         or sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].startswith("<")
     spec = by_name(synth, "InferenceEndpointConfig", "llama-nvme")["spec"]
-    assert spec["kubernetes"]["serviceAccountName"] == "llama-nvme-model-reader"
+    assert spec["kubernetes"]["serviceAccountName"] == name
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": [
         {"Action": "s3:GetObject", "Effect": "Allow", "Resource": "arn:aws:s3:::my-models/llama-3-70b/*"},
         {"Action": "s3:ListBucket", "Effect": "Allow", "Resource": "arn:aws:s3:::my-models",

@@ -14,6 +14,7 @@ from aws_cdk.assertions import Template
 
 from hyperpod_inference.charts.agent_bundle import agent_bundle
 from hyperpod_inference.delivery import MAX_MANIFEST_BYTES, ManifestUnit
+from hyperpod_inference.facts import naming
 from tests.k8s_validation import _strict, require_crds
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
 
@@ -56,7 +57,8 @@ def test_custom_resource_is_applied_after_operator_support_objects_and_namespace
     t = default.template
     cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
     # (what its pods mount: the agent code of the NVMe cache)
-    support = logical_of(default, default.stack.manifest_resources["inference-nvme-agent-code"])
+    code_unit = naming.shared_unit_name("inference", "agent", f"{default.stack.inference.kubernetes_scope}-nvme-agent")
+    support = logical_of(default, default.stack.manifest_resources[code_unit])
     namespaces = logical_of(default, default.stack.manifest_resources["namespace-inference"])
     addon = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::EKS::Addon"
              and v["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"][0]
@@ -143,7 +145,7 @@ def test_two_namespaces_get_two_token_roles_each_reading_only_its_secret(tmp_pat
         assert len(policies) == 1
         assert json.dumps(policies[0]).count("arn:aws:secretsmanager") == 1
         trust = [r for r in t.find_resources("AWS::IAM::Role").values()
-                 if re.search(rf"system:serviceaccount:{ns}:hf-token-[0-9a-f]{{10}}-reader", json.dumps(r))]
+                 if re.search(rf"system:serviceaccount:{ns}:[a-z0-9-]+-hf-token-[0-9a-f]{{10}}-reader", json.dumps(r))]
         assert len(trust) == 1
 
 
@@ -177,6 +179,17 @@ def test_chart_mode_orders_operator_chart_before_custom_resources(chart_mode):
     assert len(helm) == 2 and helm <= closure(t, operator)
     kinds = {o["kind"] for o in s.manifests["operator"]}
     assert {"CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole"} <= kinds
+
+
+def test_chart_mode_applies_the_operator_chart_whose_namespace_helm_creates_and_creates_everything_else(chart_mode):
+    # GIVEN chart mode: the ALB controller and KEDA Helm releases create hyperpod-inference-system before the chart
+    s = chart_mode
+    operator = logical_of(s, s.stack.manifest_resources["operator"])
+    assert any(o["kind"] == "Namespace" for o in s.manifests["operator"])
+    # THEN the operator chart is applied (a create would fail on the namespace Helm made), every other manifest created
+    overwrite = {k: v["Properties"].get("Overwrite") for k, v in s.resources(KUBE).items()}
+    assert overwrite.pop(operator) is True
+    assert overwrite and all(v is False for v in overwrite.values()), overwrite
 
 
 def test_template_size_check_names_the_template_over_one_megabyte(tmp_path):
@@ -221,8 +234,10 @@ def test_private_api_endpoint_runs_the_kubectl_handler_in_the_subnets(tmp_path):
 
 def test_agent_code_is_applied_once_per_namespace_before_the_endpoints_that_use_it(default):
     t = default.template
-    code = logical_of(default, default.stack.manifest_resources["inference-nvme-agent-code"])
-    (warm,) = [r for n, r in default.stack.manifest_resources.items() if n.startswith("inference-nvme-warm-")]
+    scope = default.stack.inference.kubernetes_scope
+    code = logical_of(default, default.stack.manifest_resources[naming.shared_unit_name("inference", "agent",
+                                                                                           f"{scope}-nvme-agent")])
+    (warm,) = [r for n, r in default.stack.manifest_resources.items() if n.startswith("inference-warm-")]
     cr = logical_of(default, default.stack.manifest_resources["inference-qwen-chat"])
     assert code in closure(t, logical_of(default, warm)) and code in closure(t, cr)
     # AND it is applied without pruning, so an agent change leaves the previous code ConfigMap for the pods that

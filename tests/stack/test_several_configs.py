@@ -133,8 +133,8 @@ def test_cfn_lint_has_no_errors(assembly: tuple[str, Path]) -> None:
 
 # ---------------------------------------------------------------------------------------------- rules across files
 def test_rules_across_files_are_config_errors_naming_file_and_path(tmp_path: Path) -> None:
-    # GIVEN two files in one account and region with the same cluster name (so the same default stack), a shared
-    # SageMaker endpoint name and a shared domain name
+    # GIVEN two files in one account and region with the same cluster name (so the same default stack and a second
+    # operator install there), a shared SageMaker endpoint name and a shared domain name
     a = cluster_config("hp", "us-west-2", prefix="x")
     b = cluster_config("hp", "us-west-2", prefix="y")
     b["endpoints"][0]["sagemakerEndpointName"] = a["endpoints"][0]["sagemakerEndpointName"]
@@ -145,9 +145,12 @@ def test_rules_across_files_are_config_errors_naming_file_and_path(tmp_path: Pat
         load_configs([pa, pb])
     found = list(zip(err.value.sources, err.value.problems, strict=True))
     paths = [(src, path) for src, (path, _msg) in found]
-    assert paths == [(pb, "stackName"), (pb, "endpoints[0].sagemakerEndpointName"), (pb, "endpoints[1].domainName")]
+    assert paths == [(pb, "stackName"), (pb, "operator.install"), (pb, "endpoints[0].sagemakerEndpointName"),
+                     (pb, "endpoints[1].domainName")]
     assert f"is also the stack of {pa}" in found[0][1][1]
-    assert f"also in {pa}" in found[1][1][1] and "111122223333 / us-west-2" in found[1][1][1]
+    assert f"cluster hp (111122223333 / us-west-2), which {pa} installs it on already" in found[1][1][1]
+    assert "operator.install: existing and operator.dependencies: existing" in found[1][1][1]
+    assert f"also in {pa}" in found[2][1][1] and "111122223333 / us-west-2" in found[2][1][1]
     assert f"{pb}: endpoints[1].domainName: x-e1.example.com is also in {pa}" in str(err.value)
 
 

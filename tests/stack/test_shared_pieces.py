@@ -52,7 +52,7 @@ def test_endpoints_reading_one_secret_share_one_sync_and_one_reader_role(shared)
     assert secrets["e0"] == secrets["e1"] == first["spec"]["target"]["name"]
     assert secrets["e2"] == externals[OTHER_SECRET]["spec"]["target"]["name"] != secrets["e0"]
     # AND one IRSA role per sync, each reading exactly its secret and trusted by exactly its service account
-    readers = {k: r for k, r in shared.resources("AWS::IAM::Role").items() if "HfToken" in k}
+    readers = {k: r for k, r in shared.resources("AWS::IAM::Role").items() if "Token" in k and "ReaderRole" in k}
     assert len(readers) == 2
     for external in externals.values():
         store = next(o for o in _of_kind(shared, "SecretStore") if o["metadata"]["name"] == external["metadata"]["name"])

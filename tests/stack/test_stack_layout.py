@@ -52,7 +52,7 @@ def test_one_nested_stack_per_namespace_and_stack_group(fleet: Synth) -> None:
     endpoint_manifests = {
         sid: sorted(k for k, r in t["Resources"].items()
                     if r["Type"] == MANIFEST and not any(shared in k for shared in (
-                        "Support", "NvmeAgentCode", "HfToken", "NvmeWarm")))
+                        "Reader", "Agent", "Token", "Warm")))
         for sid, t in templates.items()}
     def endpoints(sid: str) -> list[str]:  # ManifestNs0E2<hash> -> Ns0E2
         return [m[len("Manifest"):-8] for m in endpoint_manifests[sid]]
@@ -61,11 +61,12 @@ def test_one_nested_stack_per_namespace_and_stack_group(fleet: Synth) -> None:
     assert endpoints("Namespace.ns1") == ["Ns1E1", "Ns1E3"]
     assert endpoints("Namespace.ns1.big") == ["Ns1E4"]
     roles = [k for k, r in templates["Namespace.ns1.big"]["Resources"].items() if r["Type"] == "AWS::IAM::Role"]
-    assert any(k.startswith("Ns1HfToken") for k in roles)  # the group's own token sync (its stack's names)
+    assert any(k.startswith("Ns1Token") for k in roles)  # the group's own token sync (its stack's names)
     # AND each nested stack has its own token sync and warm DaemonSet (a shared piece never spans two templates)
     for t in templates.values():
-        assert sum("HfToken" in k for k, r in t["Resources"].items() if r["Type"] == MANIFEST) == 1
-        assert sum("NvmeWarm" in k for k, r in t["Resources"].items() if r["Type"] == MANIFEST) == 1
+        assert sum(k.startswith("ManifestNs") and "Token" in k for k, r in t["Resources"].items()
+                   if r["Type"] == MANIFEST) == 1
+        assert sum("Warm" in k for k, r in t["Resources"].items() if r["Type"] == MANIFEST) == 1
     # the parent keeps the namespaces, the operator and the shared storage; no endpoint manifest
     parent_manifests = [k for k, r in fleet.resources(MANIFEST).items()]
     assert all(k.startswith("ManifestNamespace") for k in parent_manifests), parent_manifests
