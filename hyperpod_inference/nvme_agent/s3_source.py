@@ -72,7 +72,11 @@ class TransferSettings:
 
 
 def _client(spec: dict, settings: TransferSettings):
-    """A client from botocore's own session, loader and parsers (public API only)."""
+    """A client from botocore's own session, loader and parsers (public API only).
+
+    Timestamps in responses (``LastModified``, ``Expires``) stay the strings S3 sent: the agent reads none of them,
+    and botocore parses each with dateutil (every HEAD and GET carries one, a listing one per object). The session's
+    response parser factory has the hook for that, ``set_parser_defaults``, which the AWS CLI uses the same way."""
     import botocore.session
     from botocore.config import Config
 
@@ -81,7 +85,9 @@ def _client(spec: dict, settings: TransferSettings):
         retries={"max_attempts": 8, "mode": "adaptive"},
         user_agent_extra="hyperpod-nvme-agent",
     )
-    return botocore.session.Session().create_client("s3", region_name=spec.get("region"), config=cfg)
+    session = botocore.session.Session()
+    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=str)
+    return session.create_client("s3", region_name=spec.get("region"), config=cfg)
 
 
 def _head_part_one(client, bucket: str, key: str) -> int:
@@ -508,10 +514,13 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
             response = client.get_object(**kwargs)
         body = response["Body"]
         fast = _fast_reader(body, settings) if settings.fast_read else None
-        readinto = fast[0] if fast else _readinto_of(body)
-        offset = start
         # direct writes from the read buffer (only a readinto buffer is page-aligned) while offsets stay aligned
-        direct = readinto is not None and job.direct_fd is not None and start % DIRECT_IO_ALIGN == 0
+        direct = job.direct_fd is not None and settings.direct_io and start % DIRECT_IO_ALIGN == 0
+        # without direct writes, each read's bytes are hashed and written as they come (readinto would copy them
+        # into the buffer first: botocore's readinto is urllib3's, which reads a bytes object and copies it)
+        readinto = fast[0] if fast else _readinto_of(body) if direct else None
+        direct = direct and readinto is not None
+        offset = start
         try:
             _check_range(response, start, end, job.entry["key"])
             while offset < end:
@@ -541,7 +550,7 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
                 offset += n
             if fast:
                 fast[1]()  # the response is read to its end: its connection goes back to urllib3's pool
-            elif readinto is not None and readinto(buffer[:1]):  # the end: botocore checks length and checksum
+            elif readinto(buffer[:1]) if readinto is not None else body.read(1):  # botocore checks length, checksum
                 raise RangeMismatch(f"GET {job.entry['key']!r} bytes {start}-{end - 1} sent more bytes than asked")
             return
         except retryable as exc:

@@ -261,6 +261,20 @@ def s3_requests(monkeypatch):
     return sent
 
 
+def test_the_agents_client_leaves_response_timestamps_unparsed(s3, bucket):
+    # GIVEN an object in S3
+    s3.put_object(Bucket=bucket, Key="qwen/config.json", Body=b"{}")
+
+    # WHEN the agent's client lists it and HEADs it
+    client = s3_source.TransferSettings().client(spec_of(bucket))
+    listed = client.list_objects_v2(Bucket=bucket, Prefix="qwen/")["Contents"][0]
+    head = client.head_object(Bucket=bucket, Key="qwen/config.json")
+
+    # THEN their timestamps are the strings S3 sent (the agent reads none; parsing each costs CPU), the rest as usual
+    assert isinstance(listed["LastModified"], str) and isinstance(head["LastModified"], str)
+    assert head["ContentLength"] == 2 and listed["Size"] == 2
+
+
 def test_each_file_is_looked_up_right_before_its_gets_and_files_go_in_order(s3, bucket, tmp_path, s3_requests):
     # GIVEN a three-file model (each object small: one GET)
     files = put_model(s3, bucket)
@@ -571,6 +585,37 @@ def test_direct_io_off_writes_everything_through_the_page_cache(s3, bucket, tmp_
         assert open(os.path.join(final, name), "rb").read() == data
 
 
+@pytest.mark.parametrize("direct_io", ["1", "0"])
+def test_responses_are_received_into_the_read_buffer_only_for_direct_writes(s3, bucket, tmp_path, file_writes,
+                                                                            monkeypatch, direct_io):
+    # GIVEN direct I/O on (writes from the page-aligned read buffer) or off (page-cache mode)
+    import botocore.response
+
+    files = put_block_model(s3, bucket, tmp_path)
+    monkeypatch.setenv("NVME_AGENT_DIRECT_IO", direct_io)
+    calls = collections.Counter()
+    for name in ("read", "readinto"):
+        original = getattr(botocore.response.StreamingBody, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(botocore.response.StreamingBody, name, counted)
+
+    # WHEN the agent downloads the model
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "blocks/"))
+
+    # THEN with direct I/O every response is received into the read buffer (readinto), and in page-cache mode each
+    # read's bytes are hashed and written as they come (read: urllib3's readinto would copy them once more)
+    if direct_io == "1":
+        assert calls["readinto"] and not calls["read"]
+    else:
+        assert calls["read"] and not calls["readinto"]
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+
+
 @pytest.mark.parametrize("refused", ["open", "write"])
 def test_a_filesystem_that_refuses_direct_io_gets_everything_through_the_page_cache(s3, bucket, tmp_path, file_writes,
                                                                                     refused, caplog, monkeypatch):
@@ -825,13 +870,15 @@ def crc32_entry(data: bytes, checksum: bool = True) -> dict:
             "checksum": crc if checksum else {"algo": "size"}}
 
 
-@pytest.mark.parametrize("fast_read", [False, True])
-def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_path, monkeypatch, fast_read):
+@pytest.mark.parametrize("fast_read,direct_io", [(False, True), (True, True), (False, False)])
+def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_path, monkeypatch, fast_read,
+                                                           direct_io):
     # GIVEN one object fetched in four ranged GETs, one at a time, from a server that keeps connections open (on the
-    # public read path, and on the opt-in fast one)
+    # public read path, on the opt-in fast one, and in page-cache mode, which reads with StreamingBody.read)
     endpoint, data, connections, _ = keep_alive_s3
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB, fast_read=fast_read)
+    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB, fast_read=fast_read,
+                                          direct_io=direct_io)
     entry = crc32_entry(data)
     done = []
 
