@@ -266,7 +266,7 @@ def test_the_agents_client_leaves_response_timestamps_unparsed(s3, bucket):
     s3.put_object(Bucket=bucket, Key="qwen/config.json", Body=b"{}")
 
     # WHEN the agent's client lists it and HEADs it
-    client = s3_source.TransferSettings().client(spec_of(bucket))
+    client = s3_source.s3_client(cache.AgentConfig(), spec_of(bucket))
     listed = client.list_objects_v2(Bucket=bucket, Prefix="qwen/")["Contents"][0]
     head = client.head_object(Bucket=bucket, Key="qwen/config.json")
 
@@ -323,7 +323,7 @@ def test_a_kept_part_one_response_serves_only_that_range_and_is_closed_otherwise
         def close(self):
             self.closed = True
 
-    job = s3_source._FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), s3_source.TransferSettings())
+    job = s3_source._FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), cache.AgentConfig())
     # a response for bytes [0, 4) serves the range [0, 4) once
     kept = {"Body": Body()}
     job.first = (kept, 4)
@@ -877,7 +877,7 @@ def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_pa
     # public read path, on the opt-in fast one, and in page-cache mode, which reads with StreamingBody.read)
     endpoint, data, connections, _ = keep_alive_s3
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB, fast_read=fast_read,
+    settings = cache.AgentConfig(concurrency=1, chunk_size=MiB, fast_read=fast_read,
                                           direct_io=direct_io)
     entry = crc32_entry(data)
     done = []
@@ -922,7 +922,7 @@ def test_a_checksum_mismatch_botocore_finds_while_reading_fetches_the_range_agai
             return {"Body": Body(broken=len(gets) == 1), "ContentRange": f"bytes 0-{len(data) - 1}/{len(data)}",
                     "ContentLength": len(data)}
 
-    settings = s3_source.TransferSettings()
+    settings = cache.AgentConfig()
     job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": {"algo": "size"}},
                              str(tmp_path), settings)
     job.open()
@@ -943,7 +943,7 @@ def test_an_endpoint_that_ignores_range_headers_fails_the_file_instead_of_corrup
     endpoint, data, _, options = keep_alive_s3
     options["ignore_range"] = True
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB)
+    settings = cache.AgentConfig(concurrency=1, chunk_size=MiB)
     done = []
 
     # WHEN the agent downloads it THEN the file fails, naming the range and the cause, and nothing is in place
@@ -978,7 +978,7 @@ def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, m
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     assert not checksums.matches(str(path), {"size": len(data), "checksum": checksum})
     # AND the streaming downloader hashes one range per part and combines them to the same value
-    settings = s3_source.TransferSettings(chunk_size=MiB)
+    settings = cache.AgentConfig(chunk_size=MiB)
     job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": checksum}, str(tmp_path),
                              settings)
     assert job.ranges == [(0, 4 * MiB), (4 * MiB, 8 * MiB), (8 * MiB, 10 * MiB)]
