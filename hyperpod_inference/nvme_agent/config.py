@@ -18,9 +18,11 @@ Knobs (a flag wins over its variable):
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
+import threading
 
 MiB = 1024 * 1024
 DEFAULT_LEASE_TTL = 600.0
@@ -34,6 +36,8 @@ DEFAULT_MIN_FREE_PERCENT = 10.0
 #: ``gc``: the pod's service account files, and how long it waits for old code ConfigMaps to be unreferenced.
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 GC_TIMEOUT_SECONDS = 5 * 3600 + 1800
+
+log = logging.getLogger("nvme_agent")
 
 
 def _flag(value: str | None, name: str) -> bool | None:
@@ -79,7 +83,15 @@ class AgentConfig:
             raise ValueError(f"--root-name must be 1-100 letters, digits, '_', '.' or '-' ('.' and '-' not first), "
                              f"got {root_name!r}")
         self.root_name = root_name
-        self._s3_settings = None
+        # the run's transfer state (s3_source): its S3 clients (one per region, for every request of the run), whether
+        # direct I/O still works (see refuse_direct_io) and whether the fast read's fallback was logged
+        self.direct_io = self.direct_io and hasattr(os, "O_DIRECT")
+        self.lock = threading.Lock()
+        self.s3_clients = {}
+        self.fast_read_logged = False
+        # single-part objects up to this size are fetched in one GET so that their (sequential) checksum is computed
+        # while streaming; larger ones are fetched in ranges and hashed after the download
+        self.stream_hash_max = 1024 * MiB
 
     @classmethod
     def from_env(cls, environ=None, **flags) -> AgentConfig:
@@ -96,14 +108,12 @@ class AgentConfig:
     def parallel(self, default: int) -> int:
         return self.concurrency or default
 
-    def s3_settings(self):
-        """The S3 transfer state of this run (one object, so listing and downloading share one client)."""
-        if self._s3_settings is None:
-            from . import s3_source
-            self._s3_settings = s3_source.TransferSettings(
-                self.parallel(16), self.chunk_size, direct_io=self.direct_io, fast_read=self.fast_read,
-                read_size=self.read_size, write_size=self.write_size)
-        return self._s3_settings
+    def refuse_direct_io(self, exc: OSError) -> None:
+        """The cache's filesystem refused direct I/O: every later write of the run goes through the page cache."""
+        with self.lock:
+            refused_now, self.direct_io = self.direct_io, False
+        if refused_now:  # logged once, also when several transfer threads are refused at once
+            log.info("direct I/O refused by the cache's filesystem (%s): writing through the page cache", exc)
 
     def floor(self, total: int) -> int:
         return max(self.min_free_bytes, math.ceil(total * self.min_free_percent / 100.0))

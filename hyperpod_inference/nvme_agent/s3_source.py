@@ -18,70 +18,43 @@ import uuid
 
 from . import workers
 from .checksums import CRCS, StreamHasher, composite, crc_of_ranges, crt_checksums, multipart_md5
+from .config import AgentConfig
 from .source import Source
 
 log = logging.getLogger("nvme_agent")
 
 MiB = 1024 * 1024
+CONCURRENCY = 16  # parallel requests of a run unless --concurrency says otherwise
 
 
-class TransferSettings:
-    """The S3 transfer state of a run: its settings (from ``config.AgentConfig``; nothing is read here), its clients
-    and whether direct I/O still works."""
-
-    def __init__(self, max_concurrency: int | None = None, chunk_size: int | None = None, direct_io: bool = True,
-                 fast_read: bool = False, read_size: int = MiB, write_size: int = 32 * 1024):
-        self.max_concurrency = int(max_concurrency or 16)
-        self.chunk_size = int(chunk_size or 64 * MiB)
-        # bytes received from a response per read, into one reused buffer per transfer thread (memory: this times
-        # max_concurrency); each read is hashed as a whole
-        self.read_size = read_size
-        # bytes per write(2) through the page cache (a file's last partial block; everything with direct I/O off or
-        # refused). The page cache sizes the folio it allocates by the write: 32 KiB (what s5cmd and Go's
-        # io.Copy use) measured 3-5x cheaper in system time than 256 KiB - 1 MiB writes on the benchmark machine
-        # (BENCHMARKS.md)
-        self.write_size = write_size
-        # whole blocks of each read are written with direct I/O (O_DIRECT: from the read buffer to the disk, without
-        # the copy into the page cache that buffered writes make). Turned off for the rest of the run when the
-        # filesystem refuses it (see _FileJob.write_direct)
-        self.direct_io = bool(direct_io) and hasattr(os, "O_DIRECT")
-        # opt-in: receive through the http.client response under botocore (see _fast_reader)
-        self.fast_read = fast_read
-        # single-part objects up to this size are fetched in one GET so that their (sequential) checksum is computed
-        # while streaming; larger ones are fetched in ranges and hashed after the download
-        self.stream_hash_max = 1024 * MiB
-        self._clients = {}
-        self._lock = threading.Lock()
-        self._fast_read_logged = False
-
-    def client(self, spec: dict):
-        """One S3 client per region for every request of this run (a client is thread-safe; making one costs
-        0.1-0.2 s: botocore decodes the S3 model, its endpoint rules and the endpoints)."""
-        region = spec.get("region")
-        with self._lock:
-            if region not in self._clients:
-                self._clients[region] = _client(spec, self)
-            return self._clients[region]
-
-    def refuse_direct_io(self, exc: OSError) -> None:
-        """The cache's filesystem refused direct I/O: every later write of the run goes through the page cache."""
-        with self._lock:
-            refused_now, self.direct_io = self.direct_io, False
-        if refused_now:  # logged once, also when several transfer threads are refused at once
-            log.info("direct I/O refused by the cache's filesystem (%s): writing through the page cache", exc)
+def s3_client(config: AgentConfig, spec: dict):
+    """The run's S3 client for the spec's region, made once per region and kept on the run's config for every request
+    (a client is thread-safe; making one costs 0.1-0.2 s: botocore decodes the S3 model, its endpoint rules and the
+    endpoints)."""
+    region = spec.get("region")
+    with config.lock:
+        if region not in config.s3_clients:
+            config.s3_clients[region] = _client(spec, config)
+        return config.s3_clients[region]
 
 
-def _client(spec: dict, settings: TransferSettings):
-    """A client from botocore's own session, loader and parsers (public API only)."""
+def _client(spec: dict, config: AgentConfig):
+    """A client from botocore's own session, loader and parsers (public API only).
+
+    Timestamps in responses (``LastModified``, ``Expires``) stay the strings S3 sent: the agent reads none of them,
+    and botocore parses each with dateutil (every HEAD and GET carries one, a listing one per object). The session's
+    response parser factory has the hook for that, ``set_parser_defaults``, which the AWS CLI uses the same way."""
     import botocore.session
     from botocore.config import Config
 
     cfg = Config(
-        max_pool_connections=max(settings.max_concurrency * 2, 10),
+        max_pool_connections=max(config.parallel(CONCURRENCY) * 2, 10),
         retries={"max_attempts": 8, "mode": "adaptive"},
         user_agent_extra="hyperpod-nvme-agent",
     )
-    return botocore.session.Session().create_client("s3", region_name=spec.get("region"), config=cfg)
+    session = botocore.session.Session()
+    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=str)
+    return session.create_client("s3", region_name=spec.get("region"), config=cfg)
 
 
 def _head_part_one(client, bucket: str, key: str) -> int:
@@ -168,14 +141,14 @@ def _checksum_for(client, bucket: str, key: str, head: dict, part_one=None) -> d
     return {"algo": "size"}
 
 
-def plan(spec: dict, settings: TransferSettings) -> tuple[str, list[dict]]:
+def plan(spec: dict, config: AgentConfig) -> tuple[str, list[dict]]:
     """List the objects under the prefix; return (revision, manifest entries).
 
     The entries have the path, key, size and ETag the listing gives, and no ``checksum`` yet: that takes a HEAD per
     object, which :func:`download` sends for each file right before its GETs (the first bytes arrive while later
     files are still being looked up) and :func:`describe` sends for files that are already on disk.
     """
-    client = settings.client(spec)
+    client = s3_client(config, spec)
     bucket, prefix = spec["bucket"], spec["prefix"]
     entries = []
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
@@ -207,33 +180,33 @@ def _describe_one(client, bucket: str, entry: dict, part_one=None) -> None:
     entry["checksum"] = _checksum_for(client, bucket, entry["key"], head, part_one)
 
 
-def describe(spec: dict, entries: list[dict], settings: TransferSettings) -> None:
+def describe(spec: dict, entries: list[dict], config: AgentConfig) -> None:
     """Set the ``checksum`` of planned entries that have none (a HEAD per object, in parallel)."""
     todo = [e for e in entries if "checksum" not in e]
     if todo:
-        client = settings.client(spec)
-        failed = workers.each(todo, lambda e: _describe_one(client, spec["bucket"], e), settings.max_concurrency,
+        client = s3_client(config, spec)
+        failed = workers.each(todo, lambda e: _describe_one(client, spec["bucket"], e), config.parallel(CONCURRENCY),
                               "s3-head")
         if failed:
             raise failed[0][1]
 
 
-def download(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:
+def download(spec: dict, entries: list[dict], dest_dir: str, config: AgentConfig, on_done) -> None:
     """Download ``entries`` into ``dest_dir``; call ``on_done(entry, computed)`` once per file that is in place.
 
     A file is written under a temporary name and renamed when whole, so a file under its final name is always
     complete. ``computed`` is the entry's checksum computed over the bytes written (``None`` when the transfer
     could not compute it in flight: the caller then reads the file back). ``on_done`` runs on a transfer thread.
     """
-    return _download_streaming(spec, entries, dest_dir, settings, on_done)
+    return _download_streaming(spec, entries, dest_dir, config, on_done)
 
 
 class _FileJob:
     """One object being downloaded: its temporary file, its ranges and the in-flight hashes."""
 
-    def __init__(self, entry: dict, dest_dir: str, settings: TransferSettings):
+    def __init__(self, entry: dict, dest_dir: str, config: AgentConfig):
         self.entry = entry
-        self.settings = settings
+        self.config = config
         self.target = os.path.join(dest_dir, entry["path"])
         directory, name = os.path.split(self.target)
         # a leftover of a killed run is not in the manifest, so the next run's scan deletes it
@@ -280,7 +253,7 @@ class _FileJob:
 
     def layout(self) -> None:
         """The ranges to GET and how to hash them, from the entry's checksum."""
-        entry, settings = self.entry, self.settings
+        entry, config = self.entry, self.config
         size = entry["size"]
         checksum = entry.get("checksum") or {"algo": "size"}
         algo = checksum["algo"]
@@ -296,17 +269,17 @@ class _FileJob:
                 self.combine = lambda: composite(base, [h.digest() for h in self.hashers])
         elif algo in CRCS:
             # CRCs of ranges combine into the object's CRC: parallel ranged GETs, each range hashed in flight
-            step = max(settings.chunk_size, MiB)
+            step = max(config.chunk_size, MiB)
             self.ranges = [(off, min(off + step, size)) for off in range(0, size, step)]
             self.hashers = [StreamHasher(algo) for _ in self.ranges]
             self.combine = lambda: crc_of_ranges(algo, [h.digest() for h in self.hashers],
                                                  [end - start for start, end in self.ranges])
-        elif algo in StreamHasher.SEQUENTIAL and size <= settings.stream_hash_max:
+        elif algo in StreamHasher.SEQUENTIAL and size <= config.stream_hash_max:
             self.ranges = [(0, size)] if size else []
             self.hashers = [StreamHasher(algo, checksum, size=size)]
             self.combine = lambda: self.hashers[0].value()
         else:
-            step = max(settings.chunk_size, MiB)
+            step = max(config.chunk_size, MiB)
             self.ranges = [(off, min(off + step, size)) for off in range(0, size, step)]
             if algo == "size":
                 # nothing to check against at the source (e.g. SSE-KMS without additional checksums): a CRC32 of the
@@ -323,11 +296,11 @@ class _FileJob:
         size is checked before a file is accepted."""
         os.makedirs(os.path.dirname(self.target), exist_ok=True)
         self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        if self.settings.direct_io:
+        if self.config.direct_io:
             try:
                 self.direct_fd = os.open(self.tmp, os.O_WRONLY | os.O_DIRECT | os.O_NOFOLLOW)
             except OSError as exc:  # EINVAL: a filesystem without direct I/O (e.g. tmpfs on older kernels)
-                self.settings.refuse_direct_io(exc)
+                self.config.refuse_direct_io(exc)
 
     def write_direct(self, chunk: memoryview, offset: int) -> int:
         """Write the whole blocks at the start of ``chunk`` (``offset`` is block-aligned) with direct I/O; returns
@@ -344,7 +317,7 @@ class _FileJob:
         except OSError as exc:
             if exc.errno != errno.EINVAL:
                 raise
-            self.settings.refuse_direct_io(exc)
+            self.config.refuse_direct_io(exc)
         return written
 
     def close_files(self) -> None:
@@ -441,7 +414,7 @@ def _readinto_of(body):
     return getattr(body, "readinto", None)
 
 
-def _fast_reader(body, settings: TransferSettings):
+def _fast_reader(body, config: AgentConfig):
     """Opt-in (``NVME_AGENT_FAST_READ=1``): ``readinto`` of the ``http.client`` response under botocore's
     StreamingBody and urllib3, reached through their private ``_raw_stream`` / ``_fp`` attributes, which receives
     straight into the read buffer (the public path copies each read once more). Probed on every response; anything
@@ -453,8 +426,8 @@ def _fast_reader(body, settings: TransferSettings):
     usable = (type(body).__name__ == "StreamingBody" and isinstance(response, http.client.HTTPResponse)
               and callable(release) and not response.getheader("content-encoding"))
     if not usable:
-        with settings._lock:
-            first, settings._fast_read_logged = not settings._fast_read_logged, True
+        with config.lock:
+            first, config.fast_read_logged = not config.fast_read_logged, True
         if first:
             log.info("fast read unavailable for this response (%s): reading through botocore's public API",
                      type(body).__name__)
@@ -488,14 +461,14 @@ def _check_range(response: dict, start: int, end: int, key: str) -> None:
                         f"Content-Length {response.get('ContentLength')} (does the S3 endpoint ignore Range headers?)")
 
 
-def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: TransferSettings, retryable) -> None:
+def _fetch_range(client, bucket: str, job: _FileJob, index: int, config: AgentConfig, retryable) -> None:
     """GET one byte range, hashing and writing it as it arrives (whole blocks with direct I/O, see
     :meth:`_FileJob.write_direct`; the rest with ``os.pwrite`` through the page cache); retry a broken stream."""
     start, end = job.ranges[index]
     streamed = job.hashers is not None
-    want_max = min(settings.read_size, end - start)
+    want_max = min(config.read_size, end - start)
     buffer = _read_buffer(want_max)[:want_max]  # reads of at most read_size, also into a larger buffer kept from before
-    write_size = settings.write_size
+    write_size = config.write_size
     kwargs = dict(job.get_args(bucket), Range=f"bytes={start}-{end - 1}")
     for attempt in range(1, READ_RETRIES + 1):
         hasher = None
@@ -507,11 +480,14 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
         if response is None:
             response = client.get_object(**kwargs)
         body = response["Body"]
-        fast = _fast_reader(body, settings) if settings.fast_read else None
-        readinto = fast[0] if fast else _readinto_of(body)
-        offset = start
+        fast = _fast_reader(body, config) if config.fast_read else None
         # direct writes from the read buffer (only a readinto buffer is page-aligned) while offsets stay aligned
-        direct = readinto is not None and job.direct_fd is not None and start % DIRECT_IO_ALIGN == 0
+        direct = job.direct_fd is not None and config.direct_io and start % DIRECT_IO_ALIGN == 0
+        # without direct writes, each read's bytes are hashed and written as they come (readinto would copy them
+        # into the buffer first: botocore's readinto is urllib3's, which reads a bytes object and copies it)
+        readinto = fast[0] if fast else _readinto_of(body) if direct else None
+        direct = direct and readinto is not None
+        offset = start
         try:
             _check_range(response, start, end, job.entry["key"])
             while offset < end:
@@ -533,7 +509,7 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
                 if hasher is not None:
                     hasher.update(chunk)
                 written = 0
-                if direct and settings.direct_io:
+                if direct and config.direct_io:
                     written = job.write_direct(chunk, offset)
                 direct = written == n  # after a partial block, offsets are no longer aligned
                 while written < n:
@@ -541,7 +517,7 @@ def _fetch_range(client, bucket: str, job: _FileJob, index: int, settings: Trans
                 offset += n
             if fast:
                 fast[1]()  # the response is read to its end: its connection goes back to urllib3's pool
-            elif readinto is not None and readinto(buffer[:1]):  # the end: botocore checks length and checksum
+            elif readinto(buffer[:1]) if readinto is not None else body.read(1):  # botocore checks length, checksum
                 raise RangeMismatch(f"GET {job.entry['key']!r} bytes {start}-{end - 1} sent more bytes than asked")
             return
         except retryable as exc:
@@ -593,7 +569,7 @@ class _Schedule:
             self._cond.notify_all()
 
 
-def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings: TransferSettings, on_done) -> None:
+def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, config: AgentConfig, on_done) -> None:
     """Parallel ranged GETs over all files at once, each worker writing its range at its offset and hashing it.
 
     Each file is prepared by a transfer thread: a HEAD for its checksum (unless the entry has one; a checksum per part
@@ -604,10 +580,10 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
     sequential checksum (MD5 ETag, full-object SHA-256/SHA-1) is one GET up to ``stream_hash_max``. No file is read
     back to verify it, except large objects of that last kind.
     """
-    client = settings.client(spec)
+    client = s3_client(config, spec)
     bucket = spec["bucket"]
     retryable = _streaming_errors()
-    jobs = [_FileJob(e, dest_dir, settings) for e in entries]
+    jobs = [_FileJob(e, dest_dir, config) for e in entries]
     schedule = _Schedule(jobs)
     errors = []
 
@@ -632,7 +608,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
     def run(job: _FileJob, index: int) -> None:
         if job.error is None:
             try:
-                _fetch_range(client, bucket, job, index, settings, retryable)
+                _fetch_range(client, bucket, job, index, config, retryable)
             except BaseException as exc:  # noqa: BLE001 - the file fails, the others go on
                 job.error = job.error or exc
         with job.lock:
@@ -670,7 +646,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, settings
                 run(job, 0)
 
     try:
-        failures = workers.run(settings.max_concurrency, worker, "s3")
+        failures = workers.run(config.parallel(CONCURRENCY), worker, "s3")
     except BaseException:
         # interrupted (SIGTERM): no new tasks; the temporary files of unfinished files go (their descriptors close
         # with the process: a worker stuck in a stalled read may still hold one); finished files stay, verified
@@ -695,10 +671,10 @@ class S3Source(Source):
     """Objects under an S3 prefix (see :func:`plan`, :func:`describe`, :func:`download`)."""
 
     def plan(self):
-        return plan(self.spec, self.config.s3_settings())
+        return plan(self.spec, self.config)
 
     def describe(self, entries):
-        describe(self.spec, entries, self.config.s3_settings())
+        describe(self.spec, entries, self.config)
 
     def download(self, revision, entries, dest, on_done):
-        download(self.spec, entries, dest, self.config.s3_settings(), on_done)
+        download(self.spec, entries, dest, self.config, on_done)

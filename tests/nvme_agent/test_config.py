@@ -22,7 +22,7 @@ def test_flags_win_over_the_environment_and_unset_knobs_keep_their_defaults():
 
     # THEN the flag wins, the others come from the environment, the rest are defaults (fast read off)
     assert (config.concurrency, config.chunk_size, config.direct_io, config.fast_read) == (2, 8 * MiB, False, False)
-    assert AgentConfig.from_env({}).s3_settings().max_concurrency == 16
+    assert AgentConfig.from_env({}).parallel(s3_source.CONCURRENCY) == 16
     assert AgentConfig.from_env({}).parallel(8) == 8
 
 
@@ -52,7 +52,7 @@ def test_fast_read_falls_back_to_the_public_path_when_its_probe_fails_and_logs_o
         def readinto(self, buffer):
             return 0
 
-    settings = s3_source.TransferSettings(fast_read=True)
+    settings = AgentConfig(fast_read=True)
 
     # WHEN the fast reader is probed for two responses
     with caplog.at_level(logging.INFO, logger="nvme_agent"):

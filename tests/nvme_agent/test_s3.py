@@ -261,6 +261,20 @@ def s3_requests(monkeypatch):
     return sent
 
 
+def test_the_agents_client_leaves_response_timestamps_unparsed(s3, bucket):
+    # GIVEN an object in S3
+    s3.put_object(Bucket=bucket, Key="qwen/config.json", Body=b"{}")
+
+    # WHEN the agent's client lists it and HEADs it
+    client = s3_source.s3_client(cache.AgentConfig(), spec_of(bucket))
+    listed = client.list_objects_v2(Bucket=bucket, Prefix="qwen/")["Contents"][0]
+    head = client.head_object(Bucket=bucket, Key="qwen/config.json")
+
+    # THEN their timestamps are the strings S3 sent (the agent reads none; parsing each costs CPU), the rest as usual
+    assert isinstance(listed["LastModified"], str) and isinstance(head["LastModified"], str)
+    assert head["ContentLength"] == 2 and listed["Size"] == 2
+
+
 def test_each_file_is_looked_up_right_before_its_gets_and_files_go_in_order(s3, bucket, tmp_path, s3_requests):
     # GIVEN a three-file model (each object small: one GET)
     files = put_model(s3, bucket)
@@ -309,7 +323,7 @@ def test_a_kept_part_one_response_serves_only_that_range_and_is_closed_otherwise
         def close(self):
             self.closed = True
 
-    job = s3_source._FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), s3_source.TransferSettings())
+    job = s3_source._FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), cache.AgentConfig())
     # a response for bytes [0, 4) serves the range [0, 4) once
     kept = {"Body": Body()}
     job.first = (kept, 4)
@@ -571,6 +585,37 @@ def test_direct_io_off_writes_everything_through_the_page_cache(s3, bucket, tmp_
         assert open(os.path.join(final, name), "rb").read() == data
 
 
+@pytest.mark.parametrize("direct_io", ["1", "0"])
+def test_responses_are_received_into_the_read_buffer_only_for_direct_writes(s3, bucket, tmp_path, file_writes,
+                                                                            monkeypatch, direct_io):
+    # GIVEN direct I/O on (writes from the page-aligned read buffer) or off (page-cache mode)
+    import botocore.response
+
+    files = put_block_model(s3, bucket, tmp_path)
+    monkeypatch.setenv("NVME_AGENT_DIRECT_IO", direct_io)
+    calls = collections.Counter()
+    for name in ("read", "readinto"):
+        original = getattr(botocore.response.StreamingBody, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(botocore.response.StreamingBody, name, counted)
+
+    # WHEN the agent downloads the model
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "blocks/"))
+
+    # THEN with direct I/O every response is received into the read buffer (readinto), and in page-cache mode each
+    # read's bytes are hashed and written as they come (read: urllib3's readinto would copy them once more)
+    if direct_io == "1":
+        assert calls["readinto"] and not calls["read"]
+    else:
+        assert calls["read"] and not calls["readinto"]
+    for name, data in files.items():
+        assert open(os.path.join(final, name), "rb").read() == data
+
+
 @pytest.mark.parametrize("refused", ["open", "write"])
 def test_a_filesystem_that_refuses_direct_io_gets_everything_through_the_page_cache(s3, bucket, tmp_path, file_writes,
                                                                                     refused, caplog, monkeypatch):
@@ -825,13 +870,15 @@ def crc32_entry(data: bytes, checksum: bool = True) -> dict:
             "checksum": crc if checksum else {"algo": "size"}}
 
 
-@pytest.mark.parametrize("fast_read", [False, True])
-def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_path, monkeypatch, fast_read):
+@pytest.mark.parametrize("fast_read,direct_io", [(False, True), (True, True), (False, False)])
+def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_path, monkeypatch, fast_read,
+                                                           direct_io):
     # GIVEN one object fetched in four ranged GETs, one at a time, from a server that keeps connections open (on the
-    # public read path, and on the opt-in fast one)
+    # public read path, on the opt-in fast one, and in page-cache mode, which reads with StreamingBody.read)
     endpoint, data, connections, _ = keep_alive_s3
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB, fast_read=fast_read)
+    settings = cache.AgentConfig(concurrency=1, chunk_size=MiB, fast_read=fast_read,
+                                          direct_io=direct_io)
     entry = crc32_entry(data)
     done = []
 
@@ -875,7 +922,7 @@ def test_a_checksum_mismatch_botocore_finds_while_reading_fetches_the_range_agai
             return {"Body": Body(broken=len(gets) == 1), "ContentRange": f"bytes 0-{len(data) - 1}/{len(data)}",
                     "ContentLength": len(data)}
 
-    settings = s3_source.TransferSettings()
+    settings = cache.AgentConfig()
     job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": {"algo": "size"}},
                              str(tmp_path), settings)
     job.open()
@@ -896,7 +943,7 @@ def test_an_endpoint_that_ignores_range_headers_fails_the_file_instead_of_corrup
     endpoint, data, _, options = keep_alive_s3
     options["ignore_range"] = True
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    settings = s3_source.TransferSettings(max_concurrency=1, chunk_size=MiB)
+    settings = cache.AgentConfig(concurrency=1, chunk_size=MiB)
     done = []
 
     # WHEN the agent downloads it THEN the file fails, naming the range and the cause, and nothing is in place
@@ -931,7 +978,7 @@ def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, m
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     assert not checksums.matches(str(path), {"size": len(data), "checksum": checksum})
     # AND the streaming downloader hashes one range per part and combines them to the same value
-    settings = s3_source.TransferSettings(chunk_size=MiB)
+    settings = cache.AgentConfig(chunk_size=MiB)
     job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": checksum}, str(tmp_path),
                              settings)
     assert job.ranges == [(0, 4 * MiB), (4 * MiB, 8 * MiB), (8 * MiB, 10 * MiB)]
