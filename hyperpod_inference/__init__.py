@@ -14,8 +14,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for editors and type checkers; at run time ``__getattr__`` imports each name on first use
+    from .assembly.plan import EndpointPlan, PlanContext, plan_config, plan_endpoint, token_secret_ref
     from .charts.endpoint import EndpointChart, EndpointWiring, build_custom_resource
-    from .charts.hf_token import external_secret_objects, token_secret_ref
+    from .charts.hf_token import external_secret_objects
     from .charts.nvme_cache import NvmeCache, NvmeCachePlan
     from .charts.operator import OperatorChart, OperatorChartProps
     from .config import ConfigError, Endpoint, HyperPodConfig, load_config, parse_config
@@ -40,7 +41,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["HyperPodInference", "InferenceEndpoint"], ".inference"),
     "HyperPodInferenceStack": ".stack",
     **dict.fromkeys(["EndpointChart", "EndpointWiring", "build_custom_resource"], ".charts.endpoint"),
-    **dict.fromkeys(["external_secret_objects", "token_secret_ref"], ".charts.hf_token"),
+    "external_secret_objects": ".charts.hf_token",
+    **dict.fromkeys(["EndpointPlan", "PlanContext", "plan_config", "plan_endpoint", "token_secret_ref"], ".assembly.plan"),
     **dict.fromkeys(["NvmeCache", "NvmeCachePlan"], ".charts.nvme_cache"),
     **dict.fromkeys(["OperatorChart", "OperatorChartProps"], ".charts.operator"),
     "DataCaptureStorage": ".constructs.data_capture",
@@ -52,15 +54,16 @@ _EXPORTS: dict[str, str] = {
                      "TlsBucket"], ".constructs.operator"),
 }
 # modules whose names need no jsii kernel (everything else imports aws-cdk-lib or cdk8s)
-_CONFIG_ONLY = frozenset({".config"})
+_CONFIG_ONLY = frozenset({".config", ".assembly.plan"})
 
 __all__ = [
-    "ConfigError", "CustomDomain", "DataCaptureStorage", "DependencyAddons", "Endpoint", "EndpointChart",
+    "ConfigError", "CustomDomain", "DataCaptureStorage", "DependencyAddons", "Endpoint", "EndpointChart", "EndpointPlan",
     "EndpointVerification", "EndpointWiring", "HyperPodConfig", "HyperPodInference", "HyperPodInferenceStack",
     "InferenceEndpoint", "NvmeCache", "NvmeCachePlan", "OperatorAddon", "OperatorChart", "OperatorChartProps",
-    "OperatorDependencyRoles", "OperatorExecutionRole", "ServiceAccountRef", "ServiceAccountRole", "TlsBucket",
+    "OperatorDependencyRoles", "OperatorExecutionRole", "PlanContext", "ServiceAccountRef", "ServiceAccountRole",
+    "TlsBucket",
     "build_custom_resource", "external_secret_objects", "grant_model_read", "grant_secret_read", "load_config",
-    "parse_config", "token_secret_ref",
+    "parse_config", "plan_config", "plan_endpoint", "token_secret_ref",
 ]
 
 

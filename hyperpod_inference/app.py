@@ -18,10 +18,10 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from .assembly.limits import template_size_problems
 from .config import ConfigError, load_config
 from .config.cross_rules import cluster_import_problems
 from .config.loader import DEFAULT_STACK_NAME, load_configs
-from .delivery import template_size_problems
 from .stack import HyperPodInferenceStack
 
 

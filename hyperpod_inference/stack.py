@@ -11,17 +11,17 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from .config.cross_rules import cluster_import_problems
-from .config.loader import ConfigError
-from .config.models import HyperPodConfig
-from .delivery import (  # noqa: F401 - re-exported: the stack's public size limits and checks
+from .assembly.delivery import ManifestUnit  # noqa: F401 - re-exported
+from .assembly.limits import (  # noqa: F401 - re-exported: the stack's public size limits and checks
     MAX_MANIFEST_BYTES,
     MAX_OUTPUTS,
     MAX_RESOURCES,
     MAX_TEMPLATE_BYTES,
-    ManifestUnit,
     template_size_problems,
 )
+from .config.cross_rules import cluster_import_problems
+from .config.loader import ConfigError
+from .config.models import HyperPodConfig
 from .facts import kubectl as kubectl_facts
 from .facts.kubectl import KubectlLayer
 from .inference import HyperPodInference

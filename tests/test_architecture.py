@@ -8,10 +8,12 @@ against the table:
 |---|---|
 | facts/ | nothing of the package; the standard library only |
 | config/ | facts/ |
-| constructs/ | facts/, config/ |
-| charts/ | facts/, config/, nvme_agent/ |
-| ops/ (init.py, doctor.py, aws.py, kube.py, cli.py) | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
-| composition (inference.py, stack.py, app.py, manifests.py, __init__.py, __main__.py, any other top-level module) | all |
+| plan (assembly/plan.py, assembly/plan_commands.py) | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
+| constructs/ | facts/, config/, the plan's types |
+| charts/ | facts/, config/, the plan's types, nvme_agent/ |
+| ops/ (init.py, doctor.py, aws.py, kube.py, cli.py) | facts/, config/, the plan; never aws_cdk, jsii, constructs or cdk8s |
+| composition (the rest of assembly/, inference.py, stack.py, app.py, __init__.py, __main__.py: each named in
+  ``MODULES``) | all |
 | nvme_agent/, lambda/ | nothing of the package |
 
 The pure builders of the AWS side (``JSII_FREE``: dashboard layout, Prometheus rules, Grafana JSON, the observed
@@ -30,23 +32,36 @@ import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "hyperpod_inference"
 
+#: The folders of the package that are parts of their own (``assembly`` holds the plan and the composition).
 PARTS = ("facts", "config", "constructs", "charts", "nvme_agent", "lambda", "ops")
 COMPOSITION = "composition"
+PLAN = "plan"
+#: The plan's modules (relative to the package): pure, tested without jsii.
+PLAN_FILES = {"assembly/plan.py", "assembly/plan_commands.py"}
 ALLOWED: dict[str, set[str]] = {
     "facts": set(),
     "config": {"facts"},
-    "constructs": {"facts", "config"},
-    "charts": {"facts", "config", "nvme_agent"},
+    PLAN: {"facts", "config"},
+    "constructs": {"facts", "config", PLAN},
+    "charts": {"facts", "config", PLAN, "nvme_agent"},
     "nvme_agent": set(),
     "lambda": set(),
-    "ops": {"facts", "config"},
-    COMPOSITION: {*PARTS, COMPOSITION},
+    "ops": {"facts", "config", PLAN},
+    COMPOSITION: {*PARTS, PLAN, COMPOSITION},
 }
 STDLIB_ONLY = {"facts"}
-#: Third-party libraries a part never imports (``ops`` calls AWS with boto3 and never starts jsii).
-NEVER_IMPORTS: dict[str, set[str]] = {"ops": {"aws_cdk", "jsii", "constructs", "cdk8s", "cdk8s_plus_28"}}
-#: The modules of the parts that name them (a new module must be added here).
-MODULES: dict[str, set[str]] = {"ops": {"__init__", "aws", "cli", "doctor", "init", "kube"}}
+_JSII = {"aws_cdk", "jsii", "constructs", "cdk8s", "cdk8s_plus_28", "cdk_nag"}
+#: Third-party libraries a part never imports (``ops`` calls AWS with boto3; neither it nor the plan starts jsii).
+NEVER_IMPORTS: dict[str, set[str]] = {"ops": _JSII, PLAN: _JSII}
+#: The modules of the parts that name them (a new module must be added here): every composition module by name.
+MODULES: dict[str, set[str]] = {
+    "ops": {"ops/__init__.py", "ops/aws.py", "ops/cli.py", "ops/doctor.py", "ops/init.py", "ops/kube.py"},
+    PLAN: PLAN_FILES,
+    COMPOSITION: {"__init__.py", "__main__.py", "app.py", "inference.py", "stack.py", "assembly/__init__.py",
+                  "assembly/aws_side.py", "assembly/delivery.py", "assembly/homes.py", "assembly/kubernetes_side.py",
+                  "assembly/limits.py", "assembly/operator_install.py", "assembly/outputs.py",
+                  "assembly/ownership.py", "assembly/props.py", "assembly/review.py"},
+}
 #: Modules (relative to the package) that must not import the CDK or jsii.
 JSII_FREE = ("constructs/observed.py", "constructs/cloudwatch_layout.py", "constructs/prometheus_rules.py",
              "constructs/grafana_dashboard.py")
@@ -63,6 +78,8 @@ class Arrow:
 
 def part_of_file(package_dir: Path, path: Path) -> str:
     rel = path.relative_to(package_dir)
+    if rel.as_posix() in PLAN_FILES:
+        return PLAN
     return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in PARTS else COMPOSITION
 
 
@@ -71,6 +88,8 @@ def part_of_module(package: str, dotted: str) -> str | None:
     names = dotted.split(".")
     if names[0] != package:
         return None
+    if "/".join(names[1:]) + ".py" in PLAN_FILES:
+        return PLAN
     return names[1] if len(names) > 1 and names[1] in PARTS else COMPOSITION
 
 
@@ -90,6 +109,12 @@ def _resolve_relative(module: str, is_init: bool, level: int, name: str | None) 
     return ".".join([*base, name] if name else base)
 
 
+def _is_module(package_dir: Path, dotted: str) -> bool:
+    """Whether ``dotted`` names a module or package of the package (not a name inside a module)."""
+    path = package_dir.parent.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or path.is_dir()
+
+
 def imports_of(package_dir: Path, path: Path) -> list[Arrow]:
     """Every module ``path`` imports, anywhere in the file."""
     module, is_init = _module_name(package_dir, path)
@@ -102,11 +127,10 @@ def imports_of(package_dir: Path, path: Path) -> list[Arrow]:
         elif isinstance(node, ast.ImportFrom):
             base = (_resolve_relative(module, is_init, node.level, node.module) if node.level
                     else node.module or "")
-            arrows.append(Arrow(source, node.lineno, base))
-            # ``from pkg import charts`` imports a part by name: the names under the package root are modules too
-            if part_of_module(module.split(".")[0], base) == COMPOSITION and "." not in base:
-                arrows += [Arrow(source, node.lineno, f"{base}.{alias.name}") for alias in node.names
-                           if alias.name != "*"]
+            # ``from pkg import charts`` / ``from . import plan_commands`` import modules by name: each is an arrow
+            modules = [f"{base}.{a.name}" for a in node.names if a.name != "*"
+                       and _is_module(package_dir, f"{base}.{a.name}")]
+            arrows += [Arrow(source, node.lineno, target) for target in modules or [base]]
         elif isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -176,13 +200,16 @@ def test_the_package_keeps_the_import_contract():
 def test_the_contract_covers_every_part_of_the_package():
     # GIVEN the package's folders / THEN each one is a part of the table (a new folder must be placed in it)
     folders = {p.name for p in PACKAGE_DIR.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
-    assert folders == set(PARTS)
+    assert folders == {*PARTS, "assembly"}
 
 
 def test_the_parts_that_name_their_modules_hold_exactly_those():
-    # GIVEN the table's module lists / THEN each such part holds exactly the modules it names
+    # GIVEN the table's module lists / THEN each such part holds exactly the modules it names (a new composition
+    # module must be placed in the table by name: there is no "any other module")
     for part, modules in MODULES.items():
-        assert {p.stem for p in (PACKAGE_DIR / part).glob("*.py")} == modules
+        found = {p.relative_to(PACKAGE_DIR).as_posix() for p in PACKAGE_DIR.rglob("*.py")
+                 if part_of_file(PACKAGE_DIR, p) == part}
+        assert found == modules, part
 
 
 def test_ops_never_loads_aws_cdk_or_jsii():
@@ -200,9 +227,27 @@ def test_ops_never_loads_aws_cdk_or_jsii():
     assert done.stdout.strip() == "[]"
 
 
+def test_the_plan_never_loads_aws_cdk_or_jsii():
+    # GIVEN a fresh interpreter / WHEN the plan is imported and the default config is planned
+    import subprocess
+
+    code = ("import sys\n"
+            "from hyperpod_inference.config.loader import load_config\n"
+            "from hyperpod_inference.assembly import plan\n"
+            "config = load_config('hyperpod.yaml')\n"
+            "p = plan.plan_config(config, plan.PlanContext.of(config, stack_name='HyperPodInference'))\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs', 'cdk8s'))\n"
+            "print(len(p.endpoints), bad)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=PACKAGE_DIR.parent, check=True)
+    # THEN every endpoint got a plan, and none of aws_cdk, jsii, constructs or cdk8s was loaded
+    count, bad = done.stdout.strip().split(" ", 1)
+    assert int(count) >= 1 and bad == "[]"
+
+
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     root = tmp_path / "pkg"
-    for part in ("", *PARTS):
+    for part in ("", *PARTS, "assembly"):
         folder = root / part
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "__init__.py").write_text("")
@@ -242,6 +287,15 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     # ops: facts and config only, and never the CDK
     ({"ops/doctor.py": "from ..constructs import domain\n"}, "pkg/ops/doctor.py:1: ops -> pkg.constructs (constructs)"),
     ({"ops/doctor.py": "def f():\n    import aws_cdk\n"}, "pkg/ops/doctor.py:2: ops -> aws_cdk (never imported by ops)"),
+    # the plan: facts and config only, never the CDK, never the rest of the composition
+    ({"assembly/plan.py": "import jsii\n"}, "pkg/assembly/plan.py:1: plan -> jsii (never imported by plan)"),
+    ({"assembly/plan.py": "from .delivery import ManifestDelivery\n"},
+     "pkg/assembly/plan.py:1: plan -> pkg.assembly.delivery (composition)"),
+    ({"assembly/plan_commands.py": "from ..charts import endpoint\n"},
+     "pkg/assembly/plan_commands.py:1: plan -> pkg.charts (charts)"),
+    # constructs and charts may use the plan's types, never the rest of the composition
+    ({"charts/endpoint.py": "from ..assembly.aws_side import AwsValues\n"},
+     "pkg/charts/endpoint.py:1: charts -> pkg.assembly.aws_side (composition)"),
 ])
 def test_the_checker_catches_each_kind_of_import(tmp_path, files, expected):
     # GIVEN a small package with one forbidden import of one kind
@@ -260,7 +314,12 @@ def test_the_checker_allows_every_arrow_the_table_allows(tmp_path):
                                   "import importlib\nimportlib.import_module('pkg.facts.rules')\n",
         "charts/endpoint.py": "def f():\n    from ..nvme_agent import cli\n    from pkg.config import models\n",
         "nvme_agent/cli.py": "from . import spec\nimport boto3\n",
-        "ops/doctor.py": "import boto3\nfrom ..config import models\nfrom ..facts import naming\n",
+        "ops/doctor.py": "import boto3\nfrom ..config import models\nfrom ..facts import naming\n"
+                         "from ..assembly import plan\n",
+        "assembly/plan.py": "from ..config import models\nfrom . import plan_commands\n",
+        "assembly/plan_commands.py": "import shlex\nfrom ..facts import naming\n",
+        "charts/hf_token.py": "from ..assembly.plan import token_names\n",
+        "assembly/aws_side.py": "import aws_cdk\nfrom .plan import EndpointPlan\nfrom ..constructs import irsa\n",
         "stack.py": "from .charts import endpoint\nfrom .constructs import operator\nfrom . import app\n",
         "app.py": "from .stack import X\n",
     })

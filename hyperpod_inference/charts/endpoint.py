@@ -14,6 +14,7 @@ from typing import Any
 import cdk8s
 from constructs import Construct
 
+from ..assembly.plan import SecretRef, token_secret_ref
 from ..config.models import DataCapture, Endpoint, ModelPodCapture, SagemakerEndpointCapture
 from ..config.production import EnvFrom, dump
 from ..facts.production import NVIDIA_GPU
@@ -23,12 +24,6 @@ from .runtimes import MODEL_MOUNT, PRESETS, runtime_args, runtime_env
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}
 DEFAULT_MODEL_VOLUME = "model-weights"
-
-
-@dataclass(frozen=True)
-class SecretRef:
-    name: str
-    key: str
 
 
 @dataclass(frozen=True)
@@ -207,8 +202,6 @@ def model_source_spec(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
         model["commitSHA"] = hf.commit_sha
     # The endpoint's own token (an existing Secret, or the one its Secrets Manager sync writes) unless the wiring
     # names another: a token in the config is never dropped.
-    from .hf_token import token_secret_ref
-
     token = w.token_secret or token_secret_ref(ep)
     if token is not None:
         model["tokenSecretRef"] = {"name": token.name, "key": token.key}

@@ -10,42 +10,13 @@ its objects are named ``<stack scope>-hf-token-<hash>`` after the stack and what
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ..assembly.plan import TOKEN_KEY, token_names
 from ..config.models import Endpoint
-from ..facts import naming
-from .endpoint import MANAGED_BY, SecretRef
+from .endpoint import MANAGED_BY
 
 ESO_API = "external-secrets.io/v1"
-TOKEN_KEY = "token"
-
-
-def token_sync_key(endpoint: Endpoint, scope_key: str = "") -> str:
-    """What a Secrets Manager token sync reads (namespace, secret ARN, JSON property) and ``scope_key`` (keeps the
-    syncs of different stacks in one namespace apart): endpoints with equal keys share one sync."""
-    hf = endpoint.model.huggingface
-    token = hf.token if hf is not None else None
-    if token is None or token.secrets_manager_arn is None:
-        raise ValueError(f"endpoint {endpoint.namespace}/{endpoint.name}: no Secrets Manager token")
-    return json.dumps([endpoint.namespace, scope_key, token.secrets_manager_arn, token.json_property])
-
-
-def token_names(endpoint: Endpoint, scope_key: str = "", name_scope: str = "") -> dict[str, str]:
-    """The Kubernetes names of an endpoint's Secrets Manager token sync: ``<name_scope>-hf-token-<hash of
-    token_sync_key>`` (:func:`~hyperpod_inference.facts.naming.hf_token_names`; ``name_scope``: the stack's
-    :func:`~hyperpod_inference.facts.naming.kubernetes_scope`)."""
-    return naming.hf_token_names(name_scope, token_sync_key(endpoint, scope_key))
-
-
-def token_secret_ref(endpoint: Endpoint, scope_key: str = "", name_scope: str = "") -> SecretRef | None:
-    """The Kubernetes Secret (in the endpoint's namespace) that holds the token, whichever way it gets there."""
-    hf = endpoint.model.huggingface
-    if hf is None or hf.token is None:
-        return None
-    if hf.token.kubernetes_secret is not None:
-        return SecretRef(hf.token.kubernetes_secret.name, hf.token.kubernetes_secret.key)
-    return SecretRef(token_names(endpoint, scope_key, name_scope)["secret"], TOKEN_KEY)
 
 
 def external_secret_objects(endpoint: Endpoint, *, region: str, role_arn: str, scope_key: str = "",

@@ -13,24 +13,29 @@ import base64
 import functools
 import hashlib
 import json
-import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import cdk8s
 import cdk8s_plus_28 as kplus
 from constructs import Construct
 
+from ..assembly.plan import (
+    CachePlan,
+    SecretRef,
+    agent_image,
+    placement,
+    source_mounts,
+    tolerations,
+)
 from ..config.models import Endpoint
 from ..facts import naming
 from ..facts.naming import AGENT_CODE_CONFIGMAP  # re-exported: the default code ConfigMap prefix
-from ..facts.production import INSTANCE_TYPE_LABEL, NVIDIA_GPU
 from ..nvme_agent import model_relative_dir
 from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, GC_TIMEOUT_SECONDS, TOKEN_DIR
 from .agent_bundle import AGENT_BUNDLE, AGENT_MOUNT, PYTHON, agent_bundle, agent_code_hash, agent_command
-from .endpoint import MANAGED_BY, SecretRef
-from .runtimes import PRESETS
+from .endpoint import MANAGED_BY
 
 USAGE_MOUNT = "/usage"  # <hostPath>/.usage: every root's usage record, read when the free-space goal fails
 USAGE_DIR = ".usage"
@@ -41,7 +46,6 @@ USER_ASSIGNABLE_LABEL = "sagemaker.amazonaws.com/user-assignable"
 CACHE_ROOT_VOLUME = "nvme-cache-root"
 AGENT_CODE_VOLUME = "nvme-agent-code"
 AGENT_TMP_VOLUME = "nvme-agent-tmp"
-FSX_SOURCE_VOLUME = "nvme-fsx-source"
 TOKEN_VOLUME = "nvme-hf-token"
 TOKEN_MOUNT = TOKEN_DIR  # the agent reads <TOKEN_MOUNT>/token by default: its containers carry no env for it
 CODE_PREFIX_LABEL = "hyperpod-inference/agent-code"  # on every code ConfigMap: the stack's prefix
@@ -64,67 +68,6 @@ READY_WAIT_SECONDS = 86_400  # the sidecar's startup probe gives a cold download
 _AGENT_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
 
 
-def model_spec(endpoint: Endpoint, region: str) -> dict[str, Any]:
-    """The agent's model spec for an endpoint's source (no secrets in it)."""
-    src = endpoint.model
-    if src.huggingface is not None:
-        return {"source": "huggingface", "modelId": src.huggingface.model_id,
-                "revision": src.huggingface.commit_sha or "main"}
-    if src.s3 is not None:
-        return {"source": "s3", "bucket": src.s3.bucket, "prefix": src.s3.prefix, "region": src.s3.region or region}
-    if src.fsx is not None and src.fsx.node_path:
-        # links are followed only to targets on the node-mounted file system
-        spec = {"source": "local", "path": _fsx_node_model_path(endpoint)}
-        mount = src.fsx.node_path.rstrip("/")
-        return {**spec, "mount": mount} if mount else spec
-    raise ValueError(f"endpoint {endpoint.namespace}/{endpoint.name}: the NVMe agent caches S3, Hugging Face and "
-                     "node-mounted FSx sources")
-
-
-def _fsx_node_model_path(endpoint: Endpoint) -> str:
-    """``model.fsx.path`` under ``nodePath``, in one spelling (the config refuses ``.``/``..`` segments): repeated
-    and trailing slashes go, so the agent's spec and cache directory do not depend on how the path was written."""
-    fsx = endpoint.model.fsx
-    assert fsx is not None and fsx.node_path
-    return posixpath.normpath("/" + "/".join(p for p in f"{fsx.node_path}/{fsx.path}".split("/") if p))
-
-
-def _source_mounts(endpoint: Endpoint) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(volumes, mounts) giving the agent read-only access to a node-mounted FSx file system at the same path."""
-    fsx = endpoint.model.fsx
-    if fsx is None or not fsx.node_path:
-        return [], []
-    return ([{"name": FSX_SOURCE_VOLUME, "hostPath": {"path": fsx.node_path, "type": "Directory"}}],
-            [{"name": FSX_SOURCE_VOLUME, "mountPath": fsx.node_path, "readOnly": True}])
-
-
-def _placement(ep: Endpoint) -> dict[str, Any]:
-    """The DaemonSet's node affinity: the endpoint's own required terms, or its instance type(s)."""
-    if ep.node_affinity is not None and ep.node_affinity.required_during_scheduling_ignored_during_execution:
-        required = ep.node_affinity.required_during_scheduling_ignored_during_execution
-        return {"requiredDuringSchedulingIgnoredDuringExecution": required.model_dump(by_alias=True, exclude_none=True)}
-    types = ep.placement_types()
-    if not types:
-        return {}  # only preferred terms: the endpoint may land on any node, so may its cache
-    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": types}]}]}}
-
-
-def _tolerations(ep: Endpoint) -> list[dict[str, Any]]:
-    """The accelerator taint of the endpoint's nodes (NVIDIA, or Neuron on Trainium); only this DaemonSet gets it."""
-    facts = ep.instance
-    keys = [facts.resource] if facts is not None else [NVIDIA_GPU]
-    return [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in keys]
-
-
-def agent_image(endpoint: Endpoint, region: str) -> str:
-    if endpoint.weight_cache.agent_image:
-        return endpoint.weight_cache.agent_image
-    if endpoint.image:
-        return endpoint.image
-    return PRESETS[endpoint.effective_runtime or "vllm"].image(region)
-
-
 def _token_volume(token: SecretRef | None) -> list[dict[str, Any]]:
     if token is None:
         return []
@@ -139,46 +82,19 @@ def _token_mount(token: SecretRef | None) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class NvmeCachePlan:
-    """Everything the custom resource and the chart need for one endpoint's daemonset cache.
+class NvmeCachePlan(CachePlan):
+    """The plan's :class:`~hyperpod_inference.assembly.plan.CachePlan` with the pod pieces the custom resource and
+    the charts need (volumes, the init container or lease sidecar, the agent's mounts and arguments).
 
-    ``code_configmap_prefix`` names the agent code ConfigMap (``<prefix>-<code hash>``; give it the stack's name so
-    two stacks never share one); ``share_across_namespaces`` puts every namespace's models in one cache root
-    (``weightCache.hostPath``) instead of ``<hostPath>/<namespace>``. The init container leases the model under the
-    pod's name; with ``lease_sidecar`` (the default) that container is a native sidecar (``restartPolicy: Always``
-    and a startup probe, Kubernetes 1.29+): the model server starts once the model is complete, and the agent keeps
-    the lease fresh for the pod's life. Off: a plain init container, whose lease lasts its TTL after the pod starts
-    (where ``restartPolicy`` does not reach the pod, Kubernetes refuses the startup probe of a plain init
-    container, so the pod is never created: turn it off there)."""
+    The init container leases the model under the pod's name; with ``lease_sidecar`` (the default) that container
+    is a native sidecar (``restartPolicy: Always`` and a startup probe, Kubernetes 1.29+): the model server starts
+    once the model is complete, and the agent keeps the lease fresh for the pod's life. Off: a plain init container,
+    whose lease lasts its TTL after the pod starts (where ``restartPolicy`` does not reach the pod, Kubernetes
+    refuses the startup probe of a plain init container, so the pod is never created: turn it off there)."""
 
-    endpoint: Endpoint
-    region: str
-    token: SecretRef | None
-    service_account_name: str | None
-    code_configmap_prefix: str = AGENT_CODE_CONFIGMAP
-    share_across_namespaces: bool = False
-    lease_sidecar: bool = True
-    #: Keeps the warm DaemonSets of different stacks (nested stacks of one namespace) apart: part of their names.
-    group_scope: str = ""
-    #: The stack's :func:`~hyperpod_inference.facts.naming.kubernetes_scope`: the head of the warm DaemonSet's name.
-    name_scope: str = ""
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return model_spec(self.endpoint, self.region)
-
-    @property
-    def host_root(self) -> str:
-        base = self.endpoint.weight_cache.host_path.rstrip("/")
-        if self.share_across_namespaces:
-            return base or "/"
-        return f"{base}/{self.endpoint.namespace}"
-
-    @property
-    def evict_legacy(self) -> bool:
-        """``weightCache.evictLegacyLayout``: the warm pods first evict the previous layout's models (mounting all of
-        ``hostPath``)."""
-        return self.endpoint.weight_cache.evict_legacy_layout
+    @classmethod
+    def of(cls, plan: CachePlan) -> NvmeCachePlan:
+        return plan if isinstance(plan, cls) else cls(**{f.name: getattr(plan, f.name) for f in fields(CachePlan)})
 
     @property
     def host_base(self) -> str:
@@ -208,27 +124,6 @@ class NvmeCachePlan:
     def model_host_path(self) -> str:
         return f"{self.host_root}/{model_relative_dir(self.spec)}"
 
-    def warm_key(self) -> str:
-        """Everything the warm DaemonSet's pod spec depends on except the list of models: plans with equal keys are
-        warmed by one DaemonSet (:class:`NvmeCache`)."""
-        ep = self.endpoint
-        return json.dumps({
-            "namespace": ep.namespace, "scope": self.group_scope, "image": agent_image(ep, self.region),
-            "placement": _placement(ep), "tolerations": _tolerations(ep), "root": self.host_root,
-            "token": [self.token.name, self.token.key] if self.token else None,
-            "serviceAccount": self.service_account_name, "sources": _source_mounts(ep),
-            # the watermark as it was spelled when the key was first written, so the names never move
-            "args": ["--min-free-percent", str(ep.weight_cache.min_free_percent)],
-            # only when on, so that the default's names never move
-            **({"evictLegacy": True} if self.evict_legacy and not self.share_across_namespaces else {}),
-        }, sort_keys=True)
-
-    @property
-    def warm_name(self) -> str:
-        """The warm DaemonSet's name (also the stem of its models ConfigMap and NetworkPolicy): ``<name scope>-nvme-
-        warm-<hash of the warm key>``, so adding or removing an endpoint of the group never renames it."""
-        return naming.warm_daemonset_name(self.name_scope, self.warm_key())
-
     @property
     def code_configmap_name(self) -> str:
         return agent_code_configmap_name(self.code_configmap_prefix)
@@ -245,7 +140,7 @@ class NvmeCachePlan:
             self.cache_volume(),
             _code_volume(self.code_configmap_name),
             {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
-            *_source_mounts(self.endpoint)[0],
+            *source_mounts(self.endpoint)[0],
             *_token_volume(self.token),
         )
 
@@ -266,7 +161,7 @@ class NvmeCachePlan:
                                      *self.min_free_args(), *self.usage_args()),
             "resources": _AGENT_RESOURCES,
             "securityContext": _AGENT_SECURITY_CONTEXT,
-            "volumeMounts": [*self.cache_mounts(), *mounts, *_source_mounts(self.endpoint)[1],
+            "volumeMounts": [*self.cache_mounts(), *mounts, *source_mounts(self.endpoint)[1],
                              *_token_mount(self.token)],
         }
         if self.lease_sidecar:
@@ -343,7 +238,7 @@ class NvmeCache(Construct):
                 {"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True},
                 {"name": "models", "mountPath": "/etc/nvme-agent", "readOnly": True},
                 {"name": AGENT_TMP_VOLUME, "mountPath": "/tmp"},
-                *_source_mounts(ep)[1],
+                *source_mounts(ep)[1],
                 *_token_mount(first.token),
             ],
         }
@@ -355,13 +250,13 @@ class NvmeCache(Construct):
                 {"name": "models", "configMap": {"name": self.models_configmap_name,
                                                  "items": [{"key": MODELS_FILE, "path": MODELS_FILE}]}},
                 {"name": AGENT_TMP_VOLUME, "emptyDir": {}},
-                *_source_mounts(ep)[0],
+                *source_mounts(ep)[0],
                 *_token_volume(first.token),
             ],
             # Only the nodes that can serve these endpoints: their placement (instance type(s) or node affinity).
-            "affinity": {"nodeAffinity": _placement(ep)},
+            "affinity": {"nodeAffinity": placement(ep)},
             # Accelerator nodes are commonly tainted; the agent uses no accelerator but must run there.
-            "tolerations": _tolerations(ep),
+            "tolerations": tolerations(ep),
             # The agent never calls the Kubernetes API; IRSA injects its own projected token volume.
             "automountServiceAccountToken": False,
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
@@ -486,12 +381,12 @@ class NvmeAgentGc(Construct):
                 "volumeMounts": [{"name": AGENT_CODE_VOLUME, "mountPath": AGENT_MOUNT, "readOnly": True}],
             }],
             "volumes": [_code_volume(current)],
-            "tolerations": _tolerations(ep),
+            "tolerations": tolerations(ep),
             "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
         }
-        placement = _placement(ep)
-        if placement:
-            pod_spec["affinity"] = {"nodeAffinity": placement}
+        affinity = placement(ep)
+        if affinity:
+            pod_spec["affinity"] = {"nodeAffinity": affinity}
         spec = {
             "backoffLimit": 2,
             # the agent gives up first (--timeout), naming what still mounts each old ConfigMap

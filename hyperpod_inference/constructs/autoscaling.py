@@ -12,16 +12,11 @@ A role created in this app gets the statements as a policy (:class:`KedaTriggerA
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
 from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ..config.models import Endpoint
-from ..config.production import CloudWatchTrigger, PrometheusTrigger, trigger_locations
-from ..facts.production import AMP_WORKSPACE_RE
+from ..assembly.plan import TriggerNeeds
 
 KEDA_CLOUDWATCH_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics")
 KEDA_PROMETHEUS_ACTIONS = ("aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata")
@@ -29,35 +24,9 @@ CLOUDWATCH_REASON = ("cloudwatch:GetMetricData, GetMetricStatistics and ListMetr
                      "permissions; granted only because an endpoint has a CloudWatch trigger, which KEDA reads")
 
 
-@dataclass(frozen=True)
-class TriggerNeeds:
-    """What the endpoints' triggers read: CloudWatch at all, and which AMP workspaces (region, workspace ID)."""
-
-    cloudwatch: bool
-    workspaces: tuple[tuple[str, str], ...]
-
-    @property
-    def any(self) -> bool:
-        return self.cloudwatch or bool(self.workspaces)
-
-
-def trigger_needs(endpoints: Iterable[Endpoint]) -> TriggerNeeds:
-    cloudwatch = False
-    workspaces: list[tuple[str, str]] = []
-    for ep in endpoints:
-        for _, trigger in trigger_locations(ep):
-            if isinstance(trigger, CloudWatchTrigger):
-                cloudwatch = True
-            elif isinstance(trigger, PrometheusTrigger):
-                m = AMP_WORKSPACE_RE.match(trigger.server_address)
-                if m and (m.group(1), m.group(2)) not in workspaces:
-                    workspaces.append((m.group(1), m.group(2)))
-    return TriggerNeeds(cloudwatch, tuple(sorted(workspaces)))
-
-
-def keda_trigger_statements(scope: Construct, endpoints: Iterable[Endpoint], *, account: str) -> list[iam.PolicyStatement]:
-    """The statements KEDA's role needs for ``endpoints``' triggers (empty: no trigger)."""
-    needs = trigger_needs(endpoints)
+def keda_trigger_statements(scope: Construct, needs: TriggerNeeds, *, account: str) -> list[iam.PolicyStatement]:
+    """The statements KEDA's role needs for what the endpoints' triggers read (the plan's ``needs``; empty: no
+    trigger)."""
     stack = Stack.of(scope)
     out: list[iam.PolicyStatement] = []
     if needs.cloudwatch:
@@ -74,17 +43,18 @@ def keda_trigger_statements(scope: Construct, endpoints: Iterable[Endpoint], *, 
 class KedaTriggerAccess(Construct):
     """Gives KEDA's role exactly what the endpoints' triggers read.
 
+    :param needs: what the endpoints' triggers read (the plan's :class:`~hyperpod_inference.assembly.plan.TriggerNeeds`,
+        ``trigger_needs(endpoints)``).
     :param keda_role: KEDA's role. An ``iam.Role`` created in this app gets a policy; anything else (an imported
         role, or None with ``operator.install: existing``) gets a stack output ``KedaTriggerStatements`` instead.
     :param account: the account the workspaces are in (the config's ``env.account``).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, endpoints: Iterable[Endpoint], account: str,
+    def __init__(self, scope: Construct, construct_id: str, *, needs: TriggerNeeds, account: str,
                  keda_role: iam.IRole | None) -> None:
         super().__init__(scope, construct_id)
-        endpoints = list(endpoints)
-        self.needs = trigger_needs(endpoints)
-        self.statements = keda_trigger_statements(self, endpoints, account=account)
+        self.needs = needs
+        self.statements = keda_trigger_statements(self, needs, account=account)
         self.policy: iam.Policy | None = None
         self.output: CfnOutput | None = None
         if not self.statements:

@@ -338,3 +338,8 @@ def endpoint_unit_name(namespace: str, endpoint_name: str) -> str:
 
 def namespace_unit_name(namespace: str) -> str:
     return f"namespace-{namespace}"
+
+
+def pascal(name: str) -> str:
+    """``team-a`` -> ``TeamA``: the construct-ID form of a Kubernetes name."""
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", name) if p)

@@ -8,8 +8,8 @@ import copy
 import pytest
 import yaml
 
+from hyperpod_inference.assembly.plan import placement, tolerations
 from hyperpod_inference.charts.endpoint import EndpointWiring, SecretRef, build_custom_resource
-from hyperpod_inference.charts.nvme_cache import _placement, _tolerations
 from hyperpod_inference.charts.overrides import merge_patch
 from hyperpod_inference.config import parse_config
 from tests.k8s_validation import _crd_schemas, crd_errors, require_crds
@@ -68,7 +68,7 @@ def test_a_trainium_endpoint_requests_neuron_devices_and_no_nvidia_gpu():
     assert resources == {"requests": {"aws.amazon.com/neuron": "16"}, "limits": {"aws.amazon.com/neuron": "16"}}
     assert "tolerations" not in cr["spec"]  # model pods get tolerations only through specOverrides
     ep = endpoint(instanceType="ml.trn1.32xlarge", runtime="custom", image="my/neuronx-vllm:1", port=8080)
-    assert _tolerations(ep) == [{"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}]
+    assert tolerations(ep) == [{"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}]
 
 
 def test_an_unknown_instance_type_takes_the_given_gpu_count():
@@ -88,19 +88,19 @@ def test_instance_types_and_node_affinity_place_the_endpoint_and_its_nvme_daemon
     assert cr["spec"]["instanceTypes"] == ["ml.g5.8xlarge", "ml.g5.4xlarge"] and "instanceType" not in cr["spec"]
     assert cr["spec"]["worker"]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
     ep = endpoint(instanceType=None, instanceTypes=["ml.g5.8xlarge", "ml.g5.4xlarge"])
-    assert _placement(ep)["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+    assert placement(ep)["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
         "matchExpressions"][0]["values"] == ["ml.g5.8xlarge", "ml.g5.4xlarge"]
     affinity = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
         {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}]}]}}
     cr = render(instanceType=None, nodeAffinity=affinity, resources={"gpus": 2})
     assert cr["spec"]["nodeAffinity"] == affinity
-    assert _placement(endpoint(instanceType=None, nodeAffinity=affinity, resources={"gpus": 2})) == affinity
+    assert placement(endpoint(instanceType=None, nodeAffinity=affinity, resources={"gpus": 2})) == affinity
 
 
 def test_a_node_affinity_with_only_preferred_terms_leaves_the_nvme_daemonset_unrestricted():
     affinity = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "preference": {"matchExpressions": [
         {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}]}}]}
-    assert _placement(endpoint(instanceType=None, nodeAffinity=affinity, resources={"gpus": 1})) == {}
+    assert placement(endpoint(instanceType=None, nodeAffinity=affinity, resources={"gpus": 1})) == {}
 
 
 def test_env_value_from_renders_as_a_core_env_var():

@@ -12,13 +12,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
+from hyperpod_inference.assembly.plan import trigger_needs
 from hyperpod_inference.config import parse_config
 from hyperpod_inference.constructs.autoscaling import (
     CLOUDWATCH_REASON,
     KEDA_CLOUDWATCH_ACTIONS,
     KEDA_PROMETHEUS_ACTIONS,
     KedaTriggerAccess,
-    trigger_needs,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def synth(eps, *, imported: bool = False):
     stack = cdk.Stack(app, "Keda", env=cdk.Environment(account=ACCOUNT, region=REGION))
     role = (iam.Role.from_role_arn(stack, "Imported", f"arn:aws:iam::{ACCOUNT}:role/keda") if imported
             else iam.Role(stack, "KedaRole", assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com")))
-    access = KedaTriggerAccess(stack, "KedaTriggers", endpoints=eps, account=ACCOUNT, keda_role=role)
+    access = KedaTriggerAccess(stack, "KedaTriggers", needs=trigger_needs(eps), account=ACCOUNT, keda_role=role)
     return stack, access, Template.from_stack(stack)
 
 
@@ -116,8 +116,8 @@ def test_cdk_nag_accepts_the_cloudwatch_statement_with_its_reason(tmp_path):
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     stack = cdk.Stack(app, "KedaNag", env=cdk.Environment(account=ACCOUNT, region=REGION))
     role = iam.Role(stack, "KedaRole", assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"))
-    KedaTriggerAccess(stack, "KedaTriggers", endpoints=endpoints({"autoScalingSpec": {"cloudWatchTrigger": CW}}),
-                      account=ACCOUNT, keda_role=role)
+    needs = trigger_needs(endpoints({"autoScalingSpec": {"cloudWatchTrigger": CW}}))
+    KedaTriggerAccess(stack, "KedaTriggers", needs=needs, account=ACCOUNT, keda_role=role)
     app.synth()  # raises on an unacknowledged finding
     report = json.loads((tmp_path / "validation-report.json").read_text())
     (plugin,) = report["pluginReports"]

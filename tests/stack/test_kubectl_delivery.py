@@ -12,8 +12,9 @@ import cdk8s
 import pytest
 from aws_cdk.assertions import Template
 
+from hyperpod_inference.assembly.delivery import ManifestUnit
+from hyperpod_inference.assembly.limits import MAX_MANIFEST_BYTES
 from hyperpod_inference.charts.agent_bundle import agent_bundle
-from hyperpod_inference.delivery import MAX_MANIFEST_BYTES, ManifestUnit
 from hyperpod_inference.facts import naming
 from tests.k8s_validation import _strict, require_crds
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
@@ -257,7 +258,7 @@ def test_a_unit_delivered_before_a_unit_it_depends_on_still_waits_for_it():
     from aws_cdk import aws_eks as eks
     from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 
-    from hyperpod_inference.delivery import ManifestDelivery
+    from hyperpod_inference.assembly.delivery import ManifestDelivery
 
     app = cdk.App()
     stack = cdk.Stack(app, "S", env=cdk.Environment(account="111122223333", region="us-west-2"))

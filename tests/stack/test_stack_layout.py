@@ -10,8 +10,8 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
+from hyperpod_inference.assembly.limits import template_size_problems
 from hyperpod_inference.config import ConfigError, parse_config
-from hyperpod_inference.delivery import template_size_problems
 from tests.synth_helpers import Synth, gen_config, synth_config
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from aws_cdk import Stack, Token
 
-from .constructs.nag import render_resolved
+from ..constructs.nag import render_resolved
 
 TOKEN_MARK = "${Token["
 

@@ -14,11 +14,11 @@ import aws_cdk as cdk
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
-from .config.models import HyperPodConfig
-from .constructs.lazy import is_unresolved
+from ..config.models import HyperPodConfig
+from ..constructs.lazy import is_unresolved
 
 if TYPE_CHECKING:
-    from .inference import HyperPodInference
+    from ..inference import HyperPodInference
 
 #: The attribute of an app's root construct holding, per cluster, the path of the construct installing its operator.
 _OPERATOR_OWNERS = "_hyperpod_inference_operator_owners"

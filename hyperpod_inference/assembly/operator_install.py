@@ -16,30 +16,21 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from .charts.operator import OperatorChart, OperatorChartProps
-from .config.models import Endpoint, HyperPodConfig
-from .constructs.lazy import is_unresolved, lazy, lazy_string
-from .constructs.operator import (
+from ..charts.operator import OperatorChart, OperatorChartProps
+from ..config.models import Endpoint, HyperPodConfig
+from ..constructs.lazy import is_unresolved, lazy, lazy_string
+from ..constructs.operator import (
     DependencyAddons,
     OperatorAddon,
     OperatorDependencyRoles,
     OperatorExecutionRole,
     TlsBucket,
 )
+from ..facts import naming
+from ..facts.operator import ALB_CONTROLLER_CHART, KEDA_CHART, OPERATOR_NAMESPACE
+from ..facts.rules import partition_of_region
 from .delivery import ManifestDelivery
-from .facts import naming
-from .facts.operator import ALB_CONTROLLER_CHART, KEDA_CHART, OPERATOR_NAMESPACE
-from .facts.rules import partition_of_region
-
-
-def gated_namespaces(endpoints: Sequence[Endpoint]) -> list[str]:
-    """Namespaces whose ``hyperpod-inference-service-account*`` may assume the gated-model role: exactly those of the
-    JumpStart endpoints (the role exists only once there is one)."""
-    return sorted({ep.namespace for ep in endpoints if ep.is_jumpstart})
-
-
-def needs_custom_service_accounts(endpoints: Sequence[Endpoint]) -> bool:
-    return any(ep.weight_cache.mode == "daemonset" and not ep.is_jumpstart for ep in endpoints)
+from .plan import gated_namespaces, needs_custom_service_accounts
 
 
 class OperatorInstall:
@@ -85,7 +76,7 @@ class OperatorInstall:
                                                     sagemaker_source_account=op.sagemaker_source_account)
         roles = OperatorDependencyRoles(
             scope, "DependencyRoles", oidc_provider_arn=oidc_provider_arn,
-            namespaces_for_gated=lambda: gated_namespaces(endpoints),
+            namespaces_for_gated=lambda: list(gated_namespaces(endpoints)),
             alb_role_arn=op.alb_controller_role_arn, keda_role_arn=op.keda_role_arn,
             s3_csi_role_arn=op.s3_csi_driver_role_arn, sagemaker_source_account=op.sagemaker_source_account,
             defer_gated_role=True, gated_role_name=gated_role_name)

@@ -1,0 +1,121 @@
+"""The Kubernetes side of a plan: the charts of an endpoint (its custom resource, its token sync, its model-reader
+service account) from the plan plus the AWS values, the owned namespaces, and the pieces endpoints share (each
+namespace's agent code with its gc Job, the warm DaemonSets), all handed to the delivery."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import aws_cdk as cdk
+import cdk8s
+import cdk8s_plus_28 as kplus
+from constructs import Construct
+
+from ..charts.endpoint import EndpointChart, EndpointWiring, add_objects
+from ..charts.hf_token import external_secret_objects
+from ..charts.nvme_cache import NvmeAgentCode, NvmeAgentGc, NvmeCache, NvmeCachePlan, model_reader_service_account
+from ..facts import naming
+from .aws_side import AwsValues
+from .delivery import ManifestDelivery, ManifestUnit
+from .plan import EndpointPlan, PlanContext, SharedPlan
+
+#: Context key: ``retain`` keeps the single namespaces manifest of earlier releases (retained), for the migration.
+LEGACY_NAMESPACES_CONTEXT = "hyperpod-inference:legacyNamespaces"
+
+
+def _namespace(chart: cdk8s.Chart, name: str) -> kplus.Namespace:
+    return kplus.Namespace(chart, f"Namespace-{name}", metadata=cdk8s.ApiObjectMetadata(
+        name=name, labels={"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}))
+
+
+def namespace_units(owner: Construct, delivery: ManifestDelivery, namespaces: list[str]) -> dict[str, str]:
+    """One manifest resource per owned namespace, created (never applied): an existing namespace fails the deploy
+    with kubectl's AlreadyExists instead of being adopted, and so is never deleted with the stack. Returns
+    namespace -> its unit.
+
+    The context key ``hyperpod-inference:legacyNamespaces=retain`` instead keeps the single ``namespaces``
+    manifest of earlier releases, retained on removal: the first step of the migration (docs/upgrades.md)."""
+    if not namespaces:
+        return {}
+    if owner.node.try_get_context(LEGACY_NAMESPACES_CONTEXT) == "retain":
+        chart = delivery.chart("namespaces")
+        for ns in namespaces:
+            _namespace(chart, ns)
+        unit = delivery.deliver(owner, "namespaces", chart, overwrite=True)
+        if unit.resource is not None:
+            unit.resource.node.find_child("Resource").apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+        return dict.fromkeys(namespaces, "namespaces")
+    units: dict[str, str] = {}
+    for ns in namespaces:
+        name = naming.namespace_unit_name(ns)
+        chart = delivery.chart(name)
+        _namespace(chart, ns)
+        delivery.deliver(owner, name, chart, overwrite=False)
+        units[ns] = name
+    return units
+
+
+class KubernetesSide:
+    """The charts of one ``HyperPodInference``'s endpoints, delivered through ``delivery``; ``after``: what every
+    custom resource waits for on the AWS side (the operator and its add-ons)."""
+
+    def __init__(self, delivery: ManifestDelivery, context: PlanContext, after: Callable[[], list[Construct]]):
+        self.delivery = delivery
+        self.context = context
+        self._after = after
+
+    def realize(self, plan: EndpointPlan, aws: AwsValues, new_token_sync: bool, scope: Construct,
+                home: Construct) -> tuple[EndpointChart, ManifestUnit]:
+        """The endpoint's token sync (first use: in ``home``), its reader service account and its custom resource
+        (in ``scope``), each after the units its plan names."""
+        ctx, ep = self.context, plan.endpoint
+        sync = plan.token_sync
+        if sync is not None and new_token_sync:
+            assert aws.token_role_arn is not None
+            chart = self.delivery.chart(sync.unit)
+            add_objects(chart, external_secret_objects(ep, region=ctx.region, scope_key=sync.scope_key,
+                                                       name_scope=ctx.kubernetes_scope, role_arn=aws.token_role_arn))
+            self.delivery.deliver(home, sync.unit, chart, depends_on=list(sync.depends_on))
+        if plan.reader is not None:
+            chart = self.delivery.chart(plan.reader.unit)
+            add_objects(chart, [model_reader_service_account(ep, aws.reader_role_arn, ctx.kubernetes_scope)])
+            self.delivery.deliver(scope, plan.reader.unit, chart, depends_on=list(plan.reader.depends_on))
+        chart = EndpointChart(self.delivery.k8s_app, plan.unit, endpoint=ep, wiring=self.wiring(plan, aws))
+        unit = self.delivery.deliver(scope, plan.unit, chart, depends_on=list(plan.depends_on), after=self._after(),
+                                     custom_resource=True)
+        return chart, unit
+
+    def wiring(self, plan: EndpointPlan, aws: AwsValues) -> EndpointWiring:
+        values: dict[str, Any] = {"region": self.context.region}
+        if plan.cache is not None:
+            cache = NvmeCachePlan.of(plan.cache)
+            values.update(kubernetes_volumes=cache.volumes(), init_containers=cache.init_containers(),
+                          model_volume_name=plan.endpoint.weight_cache.volume_name,
+                          service_account_name=cache.service_account_name)
+        else:
+            # The operator hands the token to its own init container (and, without prefetch, to the runtime).
+            values["token_secret"] = plan.token
+        if plan.captures:
+            values.update(capture_s3_uri=aws.capture_s3_uri, capture_kms_key_id=aws.capture_kms_key_id)
+        if plan.endpoint.domain_name:
+            values.update(certificate_arn=aws.certificate_arn, hosted_zone_id=aws.hosted_zone_id,
+                          tls_output_s3_uri=aws.tls_output_s3_uri)
+        return EndpointWiring(**values)
+
+    def realize_shared(self, shared: SharedPlan, homes: Mapping[str, Construct]) -> None:
+        """Once every endpoint is added: each namespace's agent code with its gc Job (in the image and on the nodes
+        of the agent pod the plan picks), then the warm DaemonSets, each with the models of all its endpoints.
+        ``homes``: unit -> the construct it is delivered into."""
+        for code, gc in shared.agent_code:
+            chart = self.delivery.chart(code.unit)
+            NvmeAgentCode(chart, "AgentCode", namespace=code.namespace, name_prefix=self.context.agent_code_prefix)
+            NvmeAgentGc(chart, "AgentGc", plan=NvmeCachePlan.of(gc))
+            # Not pruned: after an agent change the previous code ConfigMap stays for the pods that still mount it
+            # (a pod of the old spec restarting during or after the rollout) until the gc Job finds it unused.
+            # (the endpoints delivered before it, which depend on it by name, wait for it: ManifestDelivery.deliver)
+            self.delivery.deliver(homes[code.unit], code.unit, chart, depends_on=list(code.depends_on), prune=False)
+        for group in shared.warm_groups:
+            chart = self.delivery.chart(group.unit)
+            NvmeCache(chart, "NvmeCache", plans=[NvmeCachePlan.of(c) for c in group.caches])
+            self.delivery.deliver(homes[group.unit], group.unit, chart, depends_on=list(group.depends_on))

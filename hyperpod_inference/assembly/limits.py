@@ -1,0 +1,109 @@
+"""Size limits: a manifest the kubectl provider cannot carry, or a template CloudFormation refuses, fails at synth
+with the part that is too big named, and how to get under the limit."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from constructs import IConstruct, IValidation
+
+from .homes import Homes, way_out
+
+# Size limits checked at synth (a manifest that the kubectl provider cannot carry fails late and badly).
+MAX_MANIFEST_BYTES = 256 * 1024
+MAX_TEMPLATE_BYTES = 1024 * 1024
+MAX_RESOURCES = 500
+MAX_OUTPUTS = 200  # CloudFormation's limit of Outputs per template
+
+
+#: What a template over a limit is told, by default.
+SPLIT_ADVICE = ("split the endpoints: stackLayout: perNamespace (a nested stack per namespace), endpoint stackGroup, "
+                "or several config files; docs/fleets.md")
+
+
+def template_counts(stack: cdk.Stack) -> dict[cdk.Stack, tuple[int, int]]:
+    """(resources, outputs) of ``stack`` and of every stack nested in it, each counting only its own template.
+
+    One ``find_all`` per stack (each a single call into the CDK runtime; objects made inside the runtime have no
+    stable Python identity, so counts are subtracted, not objects matched): a stack's own count is its subtree's
+    minus that of every stack nested directly in it (found by construct path)."""
+    def count(members: list[IConstruct]) -> list[int]:
+        resources = sum(isinstance(c, cdk.CfnResource) for c in members)
+        return [resources, sum(isinstance(c, cdk.CfnOutput) for c in members)]
+
+    everything = stack.node.find_all()
+    stacks = [stack, *(c for c in everything if isinstance(c, cdk.Stack) and c is not stack)]
+    totals = [count(everything), *(count(s.node.find_all()) for s in stacks[1:])]
+    paths = [s.node.path + "/" for s in stacks]
+    own = [list(t) for t in totals]
+    for k in range(1, len(stacks)):
+        parents = [p for p in range(len(stacks)) if p != k and paths[k].startswith(paths[p])]
+        parent = max(parents, key=lambda p: len(paths[p]))  # the nearest enclosing stack
+        own[parent][0] -= totals[k][0]
+        own[parent][1] -= totals[k][1]
+    return {s: (o[0], o[1]) for s, o in zip(stacks, own, strict=True) if o != [0, 0]}
+
+
+def stack_limit_problems(stack: cdk.Stack, *, where: str = "stack", way_out: str = SPLIT_ADVICE,
+                         counts: dict[cdk.Stack, tuple[int, int]] | None = None) -> list[str]:
+    """CloudFormation's per-template limits of resources and outputs, for ``stack`` itself (not its nested stacks);
+    ``where`` names the stack in the message, ``way_out`` says how to get under the limit; ``counts``: from
+    :func:`template_counts`, when several stacks of one tree are checked."""
+    problems = []
+    resources, outputs = (counts if counts is not None else template_counts(stack)).get(stack, (0, 0))
+    if resources > MAX_RESOURCES:
+        problems.append(f"{where} has {resources} resources; CloudFormation allows {MAX_RESOURCES} ({way_out})")
+    if outputs > MAX_OUTPUTS:
+        problems.append(f"{where} has {outputs} outputs; CloudFormation allows {MAX_OUTPUTS} ({way_out})")
+    return problems
+
+
+def template_size_problems(assembly_dir: str, labels: dict[str, tuple[str, str]] | None = None) -> list[str]:
+    """After synth: every template of the assembly must stay under CloudFormation's 1 MB limit (when deployed from
+    S3, as the CLI does for large templates). ``labels``: template file name -> (what it holds, the way out), e.g.
+    from ``HyperPodInference.template_labels()``."""
+    import pathlib
+
+    labels = labels or {}
+    problems = []
+    for path in sorted(pathlib.Path(assembly_dir).glob("*.template.json")):
+        size = path.stat().st_size
+        if size > MAX_TEMPLATE_BYTES:
+            where, way_out = labels.get(path.name, ("", SPLIT_ADVICE))
+            problems.append(f"template {path.name}{f' ({where})' if where else ''} is {size} bytes; CloudFormation "
+                            f"allows {MAX_TEMPLATE_BYTES} ({way_out})")
+    return problems
+
+
+@jsii.implements(IValidation)
+class SizeLimits:
+    """Synth-time limits of one ``HyperPodInference``: a manifest the kubectl provider cannot carry, a stack
+    CloudFormation refuses, an object another construct delivers too, or (files delivery) a deploy-time value left
+    in a manifest fails here, with the part named."""
+
+    def __init__(self, stack: cdk.Stack, homes: Homes, *, files: bool, manifest_problems: Callable[[], list[str]],
+                 shared_problems: Callable[[], list[str]],
+                 documents: Callable[[], dict[str, list[dict[str, Any]]]]) -> None:
+        self.stack, self.homes, self.files = stack, homes, files
+        self.manifest_problems, self.shared_problems, self.documents = manifest_problems, shared_problems, documents
+
+    def validate(self) -> list[str]:
+        counts = template_counts(self.stack)
+        problems = self.manifest_problems() + stack_limit_problems(self.stack, counts=counts)
+        problems += self.shared_problems()
+        for (ns, group), nested in self.homes.nested_stacks.items():
+            problems += stack_limit_problems(nested, where=self.homes.stack_label(nested),
+                                             way_out=way_out(ns, group), counts=counts)
+        if self.files:
+            # GitOps applies these files as they are: a deploy-time value would reach the cluster as a placeholder.
+            for name, objs in self.documents().items():
+                left = sorted(set(re.findall(r"<[A-Za-z0-9]+(?:\.[A-Za-z0-9.]+)?>", json.dumps(objs))))
+                if left:
+                    problems.append(f"manifest '{name}' holds deploy-time value(s) {', '.join(left)}; with "
+                                    "manifests.delivery: files every value must be known at synth")
+        return problems
