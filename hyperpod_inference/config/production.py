@@ -569,7 +569,7 @@ class NodeAffinity(_Strict):
         "preferredDuringSchedulingIgnoredDuringExecution")
     """Nodes the pods prefer."""
 
-    def instance_type_values(self, label: str = "node.kubernetes.io/instance-type") -> list[tuple[Loc, str]]:
+    def instance_type_values(self, label: str = f.INSTANCE_TYPE_LABEL) -> list[tuple[Loc, str]]:
         """Every value given for the instance-type label (In and NotIn, required and preferred terms), with its
         path below ``nodeAffinity``."""
         out: list[tuple[Loc, str]] = []
@@ -586,7 +586,7 @@ class NodeAffinity(_Strict):
                     out += [((*at, "matchExpressions", j, "values", k), v) for k, v in enumerate(expr.values or [])]
         return out
 
-    def instance_types(self, label: str = "node.kubernetes.io/instance-type") -> list[str] | None:
+    def instance_types(self, label: str = f.INSTANCE_TYPE_LABEL) -> list[str] | None:
         """The instance types the required terms allow (``<label> In [...]`` in every term), or None when a term does
         not restrict them."""
         req = self.required_during_scheduling_ignored_during_execution

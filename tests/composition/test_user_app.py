@@ -354,3 +354,58 @@ def test_an_acknowledged_warning_is_shown_with_its_reason_instead_of_the_warning
     assert any("(staging follows main)" in str(i) and "inference/a" in str(i) for i in infos), infos
     assert [w for w in warnings if "inference/a" in str(w)] == []
     assert [w for w in warnings if "inference/b" in str(w)]
+
+
+def test_a_plain_load_config_of_a_file_with_only_the_cluster_arn_synthesizes_in_a_users_app(tmp_path: Path) -> None:
+    # GIVEN a config file whose cluster section has only hyperpodClusterArn (and the OIDC provider), and no env
+    from aws_cdk import aws_certificatemanager as acm
+    from aws_cdk import aws_eks as eks
+    from aws_cdk import aws_iam as iam
+    from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_route53 as route53
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+
+    from hyperpod_inference import load_config
+
+    account, region = "111122223333", "us-west-2"
+    oidc_arn = f"arn:aws:iam::{account}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE"
+    secret = f"arn:aws:secretsmanager:{region}:{account}:secret:hf-token-AbCdEf"
+    cert_arn = f"arn:aws:acm:{region}:{account}:certificate/0a1b2c3d-0000-1111-2222-333344445555"
+    path = tmp_path / "platform.yaml"
+    path.write_text(json.dumps({
+        "apiVersion": "hyperpod-inference/v1",
+        "cluster": {"hyperpodClusterArn": f"arn:aws:sagemaker:{region}:{account}:cluster/abcd1234efgh",
+                    "oidcProviderArn": oidc_arn},
+        "namespaces": ["inference"], "capture": {"retentionDays": 30}, "domain": {"zoneName": "example.com"},
+        "endpoints": [{
+            "name": "chat", "namespace": "inference", "instanceType": "ml.g5.8xlarge", "runtime": "vllm",
+            "sagemakerEndpointName": "chat", "domainName": "chat.example.com",
+            "model": {"huggingface": {"modelId": "Qwen/Qwen2.5-7B-Instruct", "commitSHA": "a" * 40,
+                                      "token": {"secretsManagerArn": secret}}},
+            "dataCapture": {"sagemakerEndpoint": {"enabled": True, "initialSamplingPercentage": 10}}}],
+    }))
+    config = load_config(path)
+    # WHEN a user's app builds its own cluster import, bucket, key, zone and certificate around it
+    app = cdk.App(outdir=str(tmp_path / "out"))
+    stack = cdk.Stack(app, "Platform", env=cdk.Environment(account=account, region=region))
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack, "Cluster", cluster_name="my-hp-eks", kubectl_role_arn=f"arn:aws:iam::{account}:role/hp-eks-admin",
+        kubectl_layer=KubectlV33Layer(stack, "KubectlLayer"),
+        open_id_connect_provider=iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(stack, "Oidc", oidc_arn))
+    inference = HyperPodInference(
+        stack, "Inference", config=config, cluster=cluster,
+        capture_bucket=s3.Bucket(stack, "Bucket", enforce_ssl=True), capture_key=kms.Key(stack, "Key"),
+        hosted_zone=route53.HostedZone.from_hosted_zone_attributes(stack, "Zone", hosted_zone_id="Z0123456789ABCDEFGHIJ",
+                                                                     zone_name="example.com"),
+        certificate=acm.Certificate.from_certificate_arn(stack, "Certificate", cert_arn))
+    assembly = app.synth()
+    # THEN it synthesizes, and the endpoint's manifest carries the synced token, the certificate and the zone
+    inference.write_manifests(assembly.directory)
+    docs = inference.manifest_documents()
+    (spec,) = [o["spec"] for objs in docs.values() for o in objs if o.get("kind") == "InferenceEndpointConfig"]
+    token = spec["modelSourceConfig"]["huggingFaceModel"]["tokenSecretRef"]
+    synced = [o for objs in docs.values() for o in objs if o.get("kind") == "ExternalSecret"]
+    assert [o["spec"]["target"]["name"] for o in synced] == [token["name"]]
+    assert spec["tlsConfig"]["customCertificateConfig"]["acmArn"] == cert_arn
+    assert spec["dnsConfig"]["hostedZoneId"] == "Z0123456789ABCDEFGHIJ"
