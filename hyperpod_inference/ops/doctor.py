@@ -3,7 +3,9 @@
 Each check has an ID (``cluster.hyperpod``), and gives one :class:`Result` per resource it looked at: ``pass``,
 ``warn``, ``fail`` or ``skip`` (with why), the resource, what it found and the command or config key that fixes it.
 Only read calls are made (:class:`~hyperpod_inference.ops.aws.Aws` refuses any other); throttling and access denied
-make that one check ``skip``. The checks inside the cluster need a kubeconfig for it and skip without one.
+make that one check ``skip``. The checks inside the cluster need a kubeconfig for it and skip without one. What the
+stack would create is read from the config's plan (:func:`~hyperpod_inference.assembly.plan.plan_config`), as the app
+builds it: stack ``stack_name`` holding one ``HyperPodInference`` of id ``Default``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..assembly.plan import ConfigPlan, PlanContext, plan_config, token_names
 from ..config.loader import DEFAULT_STACK_NAME
 from ..config.models import HyperPodConfig
 from ..facts import instances, kubectl, naming
@@ -29,7 +32,8 @@ PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 #: checks this against a synthesized template).
 MIN_BOOTSTRAP_VERSION = 6
 TOOLKIT_STACK = "CDKToolkit"
-#: The label the stack puts on every namespace it creates (charts and ``inference.py``; a test checks they agree).
+#: The label the stack puts on every namespace it creates (charts and ``assembly/kubernetes_side.py``; a test checks
+#: they agree).
 MANAGED_BY = ("app.kubernetes.io/managed-by", "hyperpod-inference-cdk")
 #: The tag CloudFormation puts on the resources a stack creates.
 STACK_TAG = "aws:cloudformation:stack-name"
@@ -126,11 +130,22 @@ class Context:
             raise found
         return found
 
-    def kube_get(self, path: str) -> tuple[int, dict]:
+    def kube_get(self, path: str, *, metadata_only: bool = False) -> tuple[int, dict]:
         try:
-            return self.kube().get(path)
+            return self.kube().get(path, metadata_only=metadata_only)
         except KubeUnavailable as err:
             raise Skip(str(err)) from None
+
+    def plan(self) -> ConfigPlan:
+        """The config's plan as the app builds it: ``HyperPodInferenceStack`` ``stack_name`` holds one
+        ``HyperPodInference`` of id ``Default`` (so the Kubernetes scope is the one a synth of the config gives)."""
+        return self._once("plan", lambda: plan_config(self.config, PlanContext.of(
+            self.config, stack_name=self.stack_name, construct_id="Default", path_in_stack="Default")))
+
+    @property
+    def kubernetes_scope(self) -> str:
+        """The value of the ``hyperpod-inference/stack`` label on every object this stack creates."""
+        return self.plan().context.kubernetes_scope
 
     def owned_by_stack(self, tags: dict[str, str] | None) -> bool:
         return (tags or {}).get(STACK_TAG) == self.stack_name
@@ -542,6 +557,139 @@ def check_namespaces(ctx: Context) -> Iterator[Result]:
                          f"{ns}")
         else:
             yield Result("cluster.namespaces", PASS, resource, "exists (an endpoint's namespace the stack does not own)")
+
+
+#: kind -> (apiVersion, plural) of the objects ``cluster.object-owners`` reads (tests/ops checks them against a
+#: synthesized stack).
+OBJECT_KINDS: dict[str, tuple[str, str]] = {
+    "InferenceEndpointConfig": (f"{OPERATOR_GROUP}/v1", "inferenceendpointconfigs"),
+    "JumpStartModel": (f"{OPERATOR_GROUP}/v1", "jumpstartmodels"),
+    "ServiceAccount": ("v1", "serviceaccounts"),
+    "Secret": ("v1", "secrets"),
+    "SecretStore": ("external-secrets.io/v1", "secretstores"),
+    "ExternalSecret": ("external-secrets.io/v1", "externalsecrets"),
+    "DaemonSet": ("apps/v1", "daemonsets"),
+    "NetworkPolicy": ("networking.k8s.io/v1", "networkpolicies"),
+    "Role": ("rbac.authorization.k8s.io/v1", "roles"),
+    "RoleBinding": ("rbac.authorization.k8s.io/v1", "rolebindings"),
+}
+
+
+@dataclass(frozen=True)
+class PlannedObject:
+    """A Kubernetes object the stack would create, named by the plan: ``endpoint`` is the index of the endpoint
+    whose name it is (its custom resource: a name the user chooses), None for a name the library chooses;
+    ``used_by`` says what it is for."""
+
+    kind: str
+    namespace: str
+    name: str
+    used_by: str
+    endpoint: int | None = None
+
+    @property
+    def api_version(self) -> str:
+        return OBJECT_KINDS[self.kind][0]
+
+    @property
+    def plural(self) -> str:
+        return OBJECT_KINDS[self.kind][1]
+
+    @property
+    def path(self) -> str:
+        api = self.api_version
+        return f"{'/api/v1' if api == 'v1' else '/apis/' + api}/namespaces/{self.namespace}/{self.plural}/{self.name}"
+
+    @property
+    def resource(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def planned_objects(plan: ConfigPlan) -> list[PlannedObject]:
+    """The objects of ``plan`` whose names do not depend on content (content-named ConfigMaps and Jobs, and the
+    namespaces, which ``cluster.namespaces`` looks at, are left out): each endpoint's custom resource, its token
+    sync's ServiceAccount, SecretStore, ExternalSecret and the Secret that one writes, its model-reader
+    ServiceAccount, each warm DaemonSet with its NetworkPolicy, and each namespace's agent gc ServiceAccount, Role,
+    RoleBinding and NetworkPolicy. Once each, in the plan's order."""
+    scope = plan.context.kubernetes_scope
+    out: dict[tuple[str, str, str], PlannedObject] = {}
+
+    def add(kind: str, namespace: str, name: str, used_by: str, endpoint: int | None = None) -> None:
+        out.setdefault((kind, namespace, name), PlannedObject(kind, namespace, name, used_by, endpoint))
+
+    for i, p in enumerate(plan.endpoints):
+        ep, ns = p.endpoint, p.endpoint.namespace
+        where = f"endpoints[{i}] ({ep.name})"
+        add(ep.kind, ns, ep.name, where, i)
+        if p.token_sync is not None:
+            names = token_names(ep, p.token_sync.scope_key, scope)
+            sync = f"the token sync of {where}"
+            add("ServiceAccount", ns, names["service_account"], sync)
+            add("SecretStore", ns, names["store"], sync)
+            add("ExternalSecret", ns, names["external_secret"], sync)
+            add("Secret", ns, names["secret"], f"the token of {where}")
+        if p.reader is not None:
+            add("ServiceAccount", ns, p.reader.service_account, f"the model reader of {where}")
+    for group in plan.shared.warm_groups:
+        first = group.caches[0]
+        ns = first.endpoint.namespace
+        used_by = f"the NVMe warm DaemonSet of {', '.join(c.endpoint.name for c in group.caches)}"
+        add("DaemonSet", ns, first.warm_name, used_by)
+        add("NetworkPolicy", ns, naming.deny_ingress_policy_name(first.warm_name), used_by)
+    gc = naming.agent_gc_name(plan.context.agent_code_prefix)
+    for code, _ in plan.shared.agent_code:
+        for kind in ("ServiceAccount", "Role", "RoleBinding", "NetworkPolicy"):
+            add(kind, code.namespace, gc, f"the NVMe agent code gc of namespace {code.namespace}")
+    return list(out.values())
+
+
+def _object_owner(ctx: Context, obj: PlannedObject) -> Result:
+    check_id = "cluster.object-owners"
+    scope = ctx.kubernetes_scope
+    status, body = ctx.kube_get(obj.path, metadata_only=True)
+    if status == 404:
+        return Result(check_id, PASS, obj.resource, f"free: the stack creates it ({obj.used_by})")
+    if status == 406:
+        raise Skip(f"GET {obj.path} answered 406: the API does not serve metadata-only reads")
+    if status != 200:
+        raise Skip(f"GET {obj.path} answered {status}")
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    owner = labels.get(naming.STACK_LABEL)
+    if owner == scope:
+        return Result(check_id, PASS, obj.resource, f"already deployed by this stack ({naming.STACK_LABEL}={scope}): "
+                      "the deploy updates it (one that moves it to another manifest, a change of stackLayout, "
+                      "stackGroup or namespace, needs the -c hyperpod-inference:adoptExisting=true migration of "
+                      "docs/fleets.md)")
+    delete = f"kubectl delete {obj.plural} {obj.name} -n {obj.namespace}"
+    if obj.endpoint is not None:
+        rename = (f"give the endpoint another name (endpoints[{obj.endpoint}].name) or namespace, or delete the "
+                  f"object if nothing uses it ({delete})")
+    else:
+        rename = f"delete the object if nothing uses it ({delete}), or give the stack another stackName"
+    if obj.kind == "Secret":
+        deploy = (f"the stack's ExternalSecret writes it for {obj.used_by}: External Secrets Operator overwrites a "
+                  "Secret of that name (creationPolicy: Owner), and the stack's destroy would delete it")
+    else:
+        deploy = (f"the deploy creates it for {obj.used_by} and fails with AlreadyExists (the stack never adopts an "
+                  "object)")
+    if owner:
+        return Result(check_id, FAIL, obj.resource, f"exists, labelled {naming.STACK_LABEL}={owner} (another "
+                      f"stack's; this one is {scope}): {deploy}", rename)
+    if obj.endpoint is not None and labels.get(naming.MANAGED_BY_LABEL) == naming.MANAGED_BY_VALUE:
+        return Result(check_id, WARN, obj.resource,
+                      f"exists with {naming.MANAGED_BY_LABEL}={naming.MANAGED_BY_VALUE} but no "
+                      f"{naming.STACK_LABEL} label: created by a release before per-stack labels, by this stack or "
+                      "another", f"if this stack deployed it, deploy: the update labels it {scope}; if another "
+                      f"stack did, {rename}")
+    return Result(check_id, FAIL, obj.resource, f"exists with no owner label ({naming.STACK_LABEL}): made by hand or "
+                  f"by another tool; {deploy}", rename)
+
+
+@check("cluster.object-owners", "no object the stack would create exists already unless this stack deployed it",
+       lambda c: "Kubernetes objects of the stack")
+def check_object_owners(ctx: Context) -> Iterator[Result]:
+    for obj in planned_objects(ctx.plan()):
+        yield from _each("cluster.object-owners", obj.resource, lambda obj=obj: _object_owner(ctx, obj))
 
 
 # ----------------------------------------------------------------------------------------------------- endpoints

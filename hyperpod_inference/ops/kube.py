@@ -1,5 +1,7 @@
 """Read-only access to the cluster's Kubernetes API through a kubeconfig, for the checks that look inside the
-cluster (CRDs, namespaces, the aws-auth ConfigMap). Only ``GET``, each with a timeout.
+cluster (CRDs, namespaces, the aws-auth ConfigMap, the objects the stack would create). Only ``GET``, each with a
+timeout; ``metadata_only`` asks for the object's metadata alone (``PartialObjectMetadata``), so a Secret's data never
+comes back.
 
 The context used is the one ``aws eks update-kubeconfig`` writes (named by the EKS cluster's ARN), else the context
 whose cluster's server is the EKS cluster's endpoint. Credentials: a ``token``, a ``tokenFile``, or an ``exec``
@@ -21,6 +23,8 @@ from typing import Any
 import yaml
 
 TIMEOUT_SECONDS = 10
+#: The ``Accept`` of a metadata-only read: the API server answers with the object's ``metadata`` and nothing else.
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 EXEC_TIMEOUT_SECONDS = 30
 
 
@@ -70,9 +74,11 @@ class Kube:
             raise KubeUnavailable(f"context {chosen.get('name')} of {path} names no server")
         return cls(server, _token(user), _tls(cluster), str(chosen.get("name")))
 
-    def get(self, path: str) -> tuple[int, dict[str, Any]]:
-        """``GET path``: (HTTP status, body). :class:`KubeUnavailable` when the API cannot be reached."""
-        request = urllib.request.Request(self.server + path, headers={"Accept": "application/json"})
+    def get(self, path: str, *, metadata_only: bool = False) -> tuple[int, dict[str, Any]]:
+        """``GET path``: (HTTP status, body); ``metadata_only``: the object's metadata alone (an API server that
+        cannot answer so says 406). :class:`KubeUnavailable` when the API cannot be reached."""
+        accept = METADATA_ONLY if metadata_only else "application/json"
+        request = urllib.request.Request(self.server + path, headers={"Accept": accept})
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:

@@ -33,6 +33,7 @@ TLS_BUCKET = f"hyperpod-tls-hyperpodinference-{ACCOUNT}-{REGION}"
 OPERATOR_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/inferenceendpointconfigs." \
                "inference.sagemaker.aws.amazon.com"
 ESO_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/externalsecrets.external-secrets.io"
+ENDPOINT_CR = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/inference/inferenceendpointconfigs/qwen-hf"
 
 
 @pytest.fixture
@@ -158,6 +159,11 @@ def _namespace_exists(a: Account, _: dict) -> None:
     a.kube.static["/api/v1/namespaces/inference"] = {"kind": "Namespace", "metadata": {"name": "inference"}}
 
 
+def _endpoint_of_another_stack(a: Account, _: dict) -> None:
+    a.kube.static[ENDPOINT_CR] = {"kind": "InferenceEndpointConfig", "metadata": {
+        "name": "qwen-hf", "namespace": "inference", "labels": {"hyperpod-inference/stack": "teamb-0a1b2c"}}}
+
+
 def _no_eso(a: Account, _: dict) -> None:
     del a.kube.static[ESO_CRD]
 
@@ -220,6 +226,8 @@ FAULTS = {
     "operator CRDs of another install": (_helm_operator, "operator.crds", "inferenceendpointconfigs"),
     "the stack's namespace exists": (_namespace_exists, "cluster.namespaces", "namespace inference"),
     "External Secrets Operator missing": (_no_eso, "cluster.external-secrets", "externalsecrets"),
+    "an endpoint of that name deployed by another stack": (_endpoint_of_another_stack, "cluster.object-owners",
+                                                           "InferenceEndpointConfig inference/qwen-hf"),
     "instance type without an instance group": (_set(["endpoints", 1, "instanceType"], "ml.g6e.12xlarge"),
                                                 "endpoint.instance-group", "ml.g6e.12xlarge"),
     "more replicas than instances": (_set(["endpoints", 0, "replicas"], 3), "endpoint.instance-group", "qwen-s3"),
@@ -259,7 +267,7 @@ def test_without_a_kubeconfig_the_cluster_checks_skip_with_why(account, init_con
     # THEN the checks inside the cluster skip, naming the missing kubeconfig and the command that writes one;
     # everything else passes and the run succeeds
     skipped = {r["check"]: r["detail"] for r in results if r["status"] == "skip"}
-    assert set(skipped) == {"operator.crds", "cluster.namespaces", "cluster.external-secrets"}
+    assert set(skipped) == {"operator.crds", "cluster.namespaces", "cluster.external-secrets", "cluster.object-owners"}
     assert all("no kubeconfig" in why and f"aws eks update-kubeconfig --name {EKS}" in why
                for why in skipped.values())
     assert status == 0

@@ -4,6 +4,9 @@ server is the cluster's endpoint; without one, the reason names the command that
 from __future__ import annotations
 
 import ast
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -54,12 +57,44 @@ def test_a_refused_token_is_a_reason_not_a_crash(tmp_path, kube):
         client.get("/api/v1/namespaces/inference")
 
 
+def test_a_metadata_only_get_asks_for_the_metadata_alone(tmp_path):
+    # GIVEN an API that records the Accept header of each GET (the fake above ignores it)
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            seen.append(self.headers.get("Accept", ""))
+            body = json.dumps({"kind": "PartialObjectMetadata", "metadata": {"name": "s"}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = Kube.from_kubeconfig(_kubeconfig(tmp_path, ARN, f"http://127.0.0.1:{server.server_address[1]}"),
+                                      cluster_arn=ARN, endpoint=None)
+        # WHEN a Secret is read metadata-only, and a namespace as usual
+        assert client.get("/api/v1/namespaces/inference/secrets/s", metadata_only=True)[1]["metadata"] == {"name": "s"}
+        client.get("/api/v1/namespaces/inference")
+    finally:
+        server.shutdown()
+        server.server_close()
+    # THEN the first asked for PartialObjectMetadata only (a Secret's data never comes back), the second for JSON
+    assert seen == ["application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", "application/json"]
+
+
 def test_doctor_knows_the_label_the_stack_puts_on_its_namespaces():
-    # GIVEN the label the charts and inference.py write (read from their source: importing them starts jsii)
+    # GIVEN the label the charts and the Kubernetes side write (read from their source: importing them starts jsii)
     package = Path(doctor.__file__).resolve().parents[1]
     charts = ast.parse((package / "charts" / "endpoint.py").read_text())
     [label] = [ast.literal_eval(n.value) for n in ast.walk(charts) if isinstance(n, ast.Assign)
                and any(isinstance(t, ast.Name) and t.id == "MANAGED_BY" for t in n.targets)]
-    # THEN the namespaces check looks for the same one, and inference.py labels its namespaces with it
+    # THEN the namespaces check looks for the same one, and the Kubernetes side labels its namespaces with it
     assert dict([doctor.MANAGED_BY]) == label
-    assert '"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"' in (package / "inference.py").read_text()
+    namespaces = (package / "assembly" / "kubernetes_side.py").read_text()
+    assert '"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"' in namespaces
