@@ -592,3 +592,54 @@ def plan_config(config: HyperPodConfig, context: PlanContext) -> ConfigPlan:
     share."""
     plans = tuple(plan_endpoint(config, ep, context) for ep in config.endpoints)
     return ConfigPlan(context, config_warning_plans(config), plans, plan_shared(plans))
+
+
+@dataclass(frozen=True)
+class PlannedObject:
+    """A Kubernetes object the stack would create, named by the plan: ``endpoint`` is the index of the endpoint
+    whose name it is (its custom resource: a name the user chooses), None for a name the library chooses;
+    ``used_by`` says what it is for."""
+
+    kind: str
+    namespace: str
+    name: str
+    used_by: str
+    endpoint: int | None = None
+
+
+def planned_objects(plan: ConfigPlan) -> tuple[PlannedObject, ...]:
+    """The objects of ``plan`` whose names do not depend on content (content-named ConfigMaps and Jobs, and the
+    namespaces, are left out): each endpoint's custom resource, its token
+    sync's ServiceAccount, SecretStore, ExternalSecret and the Secret that one writes, its model-reader
+    ServiceAccount, each warm DaemonSet with its NetworkPolicy, and each namespace's agent gc ServiceAccount, Role,
+    RoleBinding and NetworkPolicy. Once each, in the plan's order."""
+    scope = plan.context.kubernetes_scope
+    out: dict[tuple[str, str, str], PlannedObject] = {}
+
+    def add(kind: str, namespace: str, name: str, used_by: str, endpoint: int | None = None) -> None:
+        out.setdefault((kind, namespace, name), PlannedObject(kind, namespace, name, used_by, endpoint))
+
+    for i, p in enumerate(plan.endpoints):
+        ep, ns = p.endpoint, p.endpoint.namespace
+        where = f"endpoints[{i}] ({ep.name})"
+        add(ep.kind, ns, ep.name, where, i)
+        if p.token_sync is not None:
+            names = token_names(ep, p.token_sync.scope_key, scope)
+            sync = f"the token sync of {where}"
+            add("ServiceAccount", ns, names["service_account"], sync)
+            add("SecretStore", ns, names["store"], sync)
+            add("ExternalSecret", ns, names["external_secret"], sync)
+            add("Secret", ns, names["secret"], f"the token of {where}")
+        if p.reader is not None:
+            add("ServiceAccount", ns, p.reader.service_account, f"the model reader of {where}")
+    for group in plan.shared.warm_groups:
+        first = group.caches[0]
+        ns = first.endpoint.namespace
+        used_by = f"the NVMe warm DaemonSet of {', '.join(c.endpoint.name for c in group.caches)}"
+        add("DaemonSet", ns, first.warm_name, used_by)
+        add("NetworkPolicy", ns, naming.deny_ingress_policy_name(first.warm_name), used_by)
+    gc = naming.agent_gc_name(plan.context.agent_code_prefix)
+    for code, _ in plan.shared.agent_code:
+        for kind in ("ServiceAccount", "Role", "RoleBinding", "NetworkPolicy"):
+            add(kind, code.namespace, gc, f"the NVMe agent code gc of namespace {code.namespace}")
+    return tuple(out.values())

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from ..assembly.plan import ConfigPlan, PlanContext, plan_config, token_names
+from ..assembly import plan as plan_objects
+from ..assembly.plan import ConfigPlan, PlanContext, plan_config
 from ..config.loader import DEFAULT_STACK_NAME
 from ..config.models import HyperPodConfig
 from ..facts import instances, kubectl, naming
@@ -576,16 +577,13 @@ OBJECT_KINDS: dict[str, tuple[str, str]] = {
 
 
 @dataclass(frozen=True)
-class PlannedObject:
-    """A Kubernetes object the stack would create, named by the plan: ``endpoint`` is the index of the endpoint
-    whose name it is (its custom resource: a name the user chooses), None for a name the library chooses;
-    ``used_by`` says what it is for."""
+class PlannedObject(plan_objects.PlannedObject):
+    """A Kubernetes object the plan names (:func:`~hyperpod_inference.assembly.plan.planned_objects`), with where
+    the API serves it."""
 
-    kind: str
-    namespace: str
-    name: str
-    used_by: str
-    endpoint: int | None = None
+    @classmethod
+    def of(cls, obj: plan_objects.PlannedObject) -> PlannedObject:
+        return cls(**{f.name: getattr(obj, f.name) for f in fields(plan_objects.PlannedObject)})
 
     @property
     def api_version(self) -> str:
@@ -606,41 +604,8 @@ class PlannedObject:
 
 
 def planned_objects(plan: ConfigPlan) -> list[PlannedObject]:
-    """The objects of ``plan`` whose names do not depend on content (content-named ConfigMaps and Jobs, and the
-    namespaces, which ``cluster.namespaces`` looks at, are left out): each endpoint's custom resource, its token
-    sync's ServiceAccount, SecretStore, ExternalSecret and the Secret that one writes, its model-reader
-    ServiceAccount, each warm DaemonSet with its NetworkPolicy, and each namespace's agent gc ServiceAccount, Role,
-    RoleBinding and NetworkPolicy. Once each, in the plan's order."""
-    scope = plan.context.kubernetes_scope
-    out: dict[tuple[str, str, str], PlannedObject] = {}
-
-    def add(kind: str, namespace: str, name: str, used_by: str, endpoint: int | None = None) -> None:
-        out.setdefault((kind, namespace, name), PlannedObject(kind, namespace, name, used_by, endpoint))
-
-    for i, p in enumerate(plan.endpoints):
-        ep, ns = p.endpoint, p.endpoint.namespace
-        where = f"endpoints[{i}] ({ep.name})"
-        add(ep.kind, ns, ep.name, where, i)
-        if p.token_sync is not None:
-            names = token_names(ep, p.token_sync.scope_key, scope)
-            sync = f"the token sync of {where}"
-            add("ServiceAccount", ns, names["service_account"], sync)
-            add("SecretStore", ns, names["store"], sync)
-            add("ExternalSecret", ns, names["external_secret"], sync)
-            add("Secret", ns, names["secret"], f"the token of {where}")
-        if p.reader is not None:
-            add("ServiceAccount", ns, p.reader.service_account, f"the model reader of {where}")
-    for group in plan.shared.warm_groups:
-        first = group.caches[0]
-        ns = first.endpoint.namespace
-        used_by = f"the NVMe warm DaemonSet of {', '.join(c.endpoint.name for c in group.caches)}"
-        add("DaemonSet", ns, first.warm_name, used_by)
-        add("NetworkPolicy", ns, naming.deny_ingress_policy_name(first.warm_name), used_by)
-    gc = naming.agent_gc_name(plan.context.agent_code_prefix)
-    for code, _ in plan.shared.agent_code:
-        for kind in ("ServiceAccount", "Role", "RoleBinding", "NetworkPolicy"):
-            add(kind, code.namespace, gc, f"the NVMe agent code gc of namespace {code.namespace}")
-    return list(out.values())
+    """The objects of ``plan`` doctor looks at (:func:`~hyperpod_inference.assembly.plan.planned_objects`)."""
+    return [PlannedObject.of(o) for o in plan_objects.planned_objects(plan)]
 
 
 def _object_owner(ctx: Context, obj: PlannedObject) -> Result:
