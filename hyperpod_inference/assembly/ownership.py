@@ -72,12 +72,13 @@ def claim_objects(owner: HyperPodInference) -> None:
     :func:`shared_object_problems`."""
     cluster = cluster_identity(owner.config, owner.cluster, owner.account, owner.region)
     owners: dict[tuple[Any, ...], list[str]] = _app_registry(owner, _OBJECT_OWNERS)
+    path = owner.node.path  # one call into the CDK runtime, not one per object
     for unit in owner.delivery.units.values():
         for obj in unit.delivered or []:
             meta = obj.get("metadata") or {}
             paths = owners.setdefault((cluster, obj.get("kind"), meta.get("namespace") or "", meta.get("name")), [])
-            if owner.node.path not in paths:
-                paths.append(owner.node.path)
+            if path not in paths:
+                paths.append(path)
 
 
 def shared_object_problems(owner: HyperPodInference) -> list[str]:
@@ -86,10 +87,11 @@ def shared_object_problems(owner: HyperPodInference) -> list[str]:
     destroy would delete it. One problem per other construct, naming the first objects."""
     owners: dict[tuple[Any, ...], list[str]] = _app_registry(owner, _OBJECT_OWNERS)
     shared: dict[str, list[str]] = {}
+    path = owner.node.path
     for (_cluster, kind, ns, name), paths in owners.items():
-        if owner.node.path in paths:
+        if path in paths:
             for other in paths:
-                if other != owner.node.path:
+                if other != path:
                     shared.setdefault(other, []).append(f"{kind} {ns + '/' if ns else ''}{name}")
     return [f"Kubernetes objects also delivered to this cluster by {other}: {', '.join(objs[:5])}"
             + (f" and {len(objs) - 5} more" if len(objs) > 5 else "") + "; two constructs never share an object "
