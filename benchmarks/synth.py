@@ -181,17 +181,14 @@ app.synth()
 REBUILT_TYPES = ("Custom::AWSCDK-EKS-KubernetesResource", "AWS::CloudFormation::Stack", "AWS::Lambda::LayerVersion",
                  "AWS::CDK::Metadata")
 TARGET = 1.25
-WHERE_THE_TIME_GOES = """Where the time goes (profiled with `python -X importtime`, cProfile of `app.py` under `cdk synth` and a
-node CPU profile of the jsii kernel): aws-cdk-lib's built-in CloudFormation validator (a WASM engine) costs about
-3 s of start-up plus about 1 s per template of this app, which is why the app leaves it off (`-c cfnValidation=true`
-turns it on; cfn-lint checks every template in the tests). In-process, the default app takes about 3.2-3.4 s against
-the empty app's 0.5 s (both import aws-cdk-lib, 0.7 s): importing cdk8s, cdk8s-plus-28 and cdk-nag, about 0.45 s;
-importing the library with the aws-cdk-lib modules it uses (EKS with its kubectl and AWS CLI layer assemblies, about
-0.2 s; Glue and Athena, 0.1 s; Lambda and custom resources, 0.1 s) and its pydantic config models (0.2 s), about
-0.9 s; building the constructs, about 0.9 s (about 110 constructs created in the jsii kernel, about 500 round trips
-in all, and 0.2 s stripping the agent's source); synthesis with cdk-nag, about 0.65 s. Every one of those modules
-serves the default config (capture with analytics, a custom domain, verification, the NVMe cache), so they load for
-it: the libraries-alone row is their floor. The rest of the CLI's time is the same for both apps."""
+WHERE_THE_TIME_GOES = """Where the default app's time goes above the libraries' floor (in-process, jsii's kernel calls counted by a shim
+around its process provider, 3 runs at load 4-8, CPU seconds): importing the library, 0.7-1.0 s of Python at load
+3-4 (its pydantic config models 0.5-0.75 s); building, 419 kernel round trips, 107 of them object creations, which
+take most of the kernel's 1.1-1.7 s because the first instance of each class loads its JS (the kubectl layer with
+its asset, the first `KubernetesManifest` with the kubectl provider's nested stack), and 0.6-0.8 s of Python (0.07 s
+of it stripping the agent's source); synthesis, 170 round trips (84 of them reading one construct path while
+registering Kubernetes objects) and 1.2-1.3 s in the kernel (cdk-nag over 95 resources, the cdk8s charts, the
+templates). The hand-written and imported-template floors pay the first uses, the kubectl provider and cdk-nag too."""
 COUNTERS = ["phase:Load", "phase:Construction", "phase:Synthesis", "validateTemplates", "fs.copyFileSync"]
 
 
@@ -327,14 +324,13 @@ def markdown(result: dict[str, Any], rounds: int) -> str:
         "app (default `hyperpod.yaml`: one endpoint, kubectl delivery, cdk-nag on) against apps in a temporary folder "
         "(same venv, CLI, flags and feature flags), interleaved in alternating order after one untimed warm-up each. "
         f"Machine: {machine()}; {tool_versions()}. {rounds} rounds; medians; load average "
-        f"{min(loads):.1f}-{max(loads):.1f} during the rounds.",
+        f"{min(loads):.1f}-{max(loads):.1f} during the rounds. CPU is user + system time of the CLI and the processes "
+        "it waited for (the app, the jsii kernel); it is less sensitive than wall time to other load on the shared "
+        "cores.",
         "",
         "| app | wall runs (s) | wall median (s) | CPU median (s) |",
         "|---|---|---:|---:|",
         *(f"| {labels[k]} | {runs(times[k])} | {med[k]:.2f} | {cmed[k]:.2f} |" for k in labels),
-        "",
-        "CPU is user + system time of the CLI and the processes it waited for (the app, the jsii kernel); it is less "
-        "sensitive than wall time to other load on the shared cores.",
         "",
         f"**Default app / the libraries' floor: {headline:.2f}×** (median of the per-round ratios "
         f"{runs(result['headline'])}; ratio of medians {med['default'] / med['libraries']:.2f}×; CPU ratio "
