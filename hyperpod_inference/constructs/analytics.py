@@ -246,8 +246,7 @@ class CaptureAnalytics(Construct):
                                                 work_group=self.work_group_name, query_statement=sql,
                                                 description=description)
         for resource in (named, statement):
-            resource.node.add_dependency(self.work_group)
-            resource.node.add_dependency(table)
+            resource.node.add_dependency(self.work_group, table)  # one call into the CDK runtime for both
         self.named_queries[query.name] = named
         self.prepared_statements[query.name] = statement
 

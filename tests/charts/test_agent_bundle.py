@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 import base64
+import io
 import subprocess
 import sys
+import tokenize
 
 from hyperpod_inference.charts.agent_bundle import (
     AGENT_BUNDLE,
@@ -46,6 +48,47 @@ def test_strip_source_drops_docstrings_comments_and_blank_lines_but_keeps_string
     namespace = {}
     exec(out, namespace)
     assert namespace["X"] == "a\n\nb"
+
+
+def _tokenize_view(text: str) -> tuple[dict[int, int], set[int]]:
+    """Where Python's own tokenizer puts comments (line -> column) and which lines it sees inside a string."""
+    comments, in_string = {}, set()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.start[1]
+        elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+            in_string.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    return comments, in_string
+
+
+def test_strip_source_finds_comments_where_the_tokenizer_does():
+    # GIVEN a "#" inside every kind of string (prefixes, f-strings, escaped quotes, a backslash-continued string, a
+    # triple-quoted string over lines with a blank line), next to real comments, and a non-ASCII string before one
+    text = (
+        'a = "x#y"  # one\n'
+        "b = (f'{a}#', rb'\\'#')  # two\n"
+        'c = "q\\"#" # three\n'
+        "d = 'line\\\n#still' # four\n"
+        "e = \'\'\'\n#in\n\n\'\'\'  # five\n"
+        'g = ("é#"  # six\n     "h")\n'
+        "x = 1#seven\n"
+    )
+    comments, in_string = _tokenize_view(text)
+
+    # WHEN it is stripped
+    out = strip_source(text)
+
+    # THEN exactly the tokenizer's comments are gone (every other line and every string is kept, blank lines inside
+    # a string too), and the code still runs to the same values
+    lines = text.splitlines(keepends=True)
+    expected = "".join(
+        (line[:comments[n]].rstrip() + "\n") if n in comments else line
+        for n, line in enumerate(lines, 1) if line.strip() or n in in_string)
+    assert len(comments) == 7 and out == expected
+    before, after = {}, {}
+    exec(text, before)
+    exec(out, after)
+    assert {k: after[k] for k in "abcdegx"} == {k: before[k] for k in "abcdegx"}
 
 
 def test_the_bootstrap_runs_python_isolated_so_nothing_from_the_working_directory_or_pythonpath_is_imported(
