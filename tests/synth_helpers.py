@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
+import hashlib
 import importlib.util
 import json
 from dataclasses import dataclass
@@ -28,6 +30,11 @@ class Synth:
     outdir: Path
     template: dict[str, Any]
     manifests: dict[str, list[dict[str, Any]]]  # review files, by chart name
+
+    @property
+    def template_file(self) -> str:
+        """The stack's template file name in ``outdir``."""
+        return f"{self.stack.artifact_id}.template.json"
 
     def resources(self, rtype: str | None = None) -> dict[str, dict[str, Any]]:
         return {k: v for k, v in self.template["Resources"].items() if rtype is None or v["Type"] == rtype}
@@ -98,3 +105,44 @@ def synth_config(config: Path | dict[str, Any], outdir: Path, *, nag: bool = Tru
     template = json.loads((outdir / f"{stack.artifact_id}.template.json").read_text())
     manifests = {p.stem: list(yaml.safe_load_all(p.read_text())) for p in sorted((outdir / "manifests").glob("*.yaml"))}
     return Synth(stack, outdir, template, manifests)
+
+
+def _cache_key(config: Path | dict[str, Any], nag: bool) -> str:
+    """What makes two synths the same: the config's canonical JSON (for a file, also its path, which relative paths
+    in it are resolved against) and the options."""
+    if isinstance(config, dict):
+        source: dict[str, Any] = {"config": config}
+    else:
+        path = Path(config).resolve()
+        source = {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return json.dumps({**source, "nag": nag}, sort_keys=True, default=str)
+
+
+def _fingerprint(root: Path) -> list[tuple[str, int, int]]:
+    """Every file of ``root`` with its size and modification time: what a write into the folder changes."""
+    return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+                  for p in root.rglob("*") if p.is_file())
+
+
+class SynthCache:
+    """One synth per config and options per test session (per xdist worker), shared by every test file that synths
+    exactly that. Each caller gets its own deep copy of the template and manifests, so no test changes what the next
+    one reads; the assembly folder is shared, and a test that wrote into it fails the next caller (its files are
+    checked against the fingerprint taken after the synth). The stack object is shared too: a test that adds to its
+    construct tree synthesizes its own."""
+
+    def __init__(self, tmp_path_factory: Any) -> None:
+        self._tmp = tmp_path_factory
+        self._synths: dict[str, Synth] = {}
+        self._fingerprints: dict[str, list[tuple[str, int, int]]] = {}
+
+    def __call__(self, config: Path | dict[str, Any], *, nag: bool = True) -> Synth:
+        key = _cache_key(config, nag)
+        if key not in self._synths:
+            outdir = self._tmp.mktemp("shared-synth")
+            self._synths[key] = synth_config(config, outdir, nag=nag)
+            self._fingerprints[key] = _fingerprint(outdir)
+        synth = self._synths[key]
+        assert _fingerprint(synth.outdir) == self._fingerprints[key], f"a test wrote into the shared {synth.outdir}"
+        return dataclasses.replace(synth, template=copy.deepcopy(synth.template),
+                                   manifests=copy.deepcopy(synth.manifests))

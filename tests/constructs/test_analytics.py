@@ -6,8 +6,6 @@ import copy
 import json
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from hyperpod_inference.constructs.analytics import CaptureAnalytics
 from hyperpod_inference.constructs.data_capture import DataCaptureStorage
 from hyperpod_inference.facts import analytics as facts
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml, synth_config
+from tests.template_lint import cfn_lint_errors
 
 ACCOUNT = "111122223333"
 REGION = "us-west-2"
@@ -332,10 +331,7 @@ def test_cdk_nag_finds_nothing_unacknowledged_and_only_the_two_prefix_wildcards_
 def test_cfn_lint_reports_no_errors_on_the_template(created, tmp_path):
     template_file = tmp_path / "analytics.template.json"
     template_file.write_text(created["template_path"].read_text())
-    cfn_lint = Path(sys.executable).parent / "cfn-lint"
-    result = subprocess.run([str(cfn_lint), "--non-zero-exit-code", "error", str(template_file)],
-                            capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert cfn_lint_errors([template_file]) == []
 
 
 # ------------------------------------------------------------------------------------------- the composition

@@ -13,7 +13,7 @@ import yaml
 from hyperpod_inference.config import parse_config
 from tests.docs.helpers import PAGES, REPO, fenced, tool
 from tests.k8s_validation import is_custom_resource, k8s_errors
-from tests.synth_helpers import DEFAULT_CONFIG, synth_config
+from tests.synth_helpers import DEFAULT_CONFIG
 
 inventory = tool("resource_inventory")
 QUICKSTART = REPO / "docs" / "quickstart.md"
@@ -69,8 +69,8 @@ def test_relative_link_resolves(page: Path, target: str) -> None:
 
 # -------------------------------------------------------------------------------- the generated part of quickstart
 @pytest.fixture(scope="module")
-def default_synth(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return synth_config(DEFAULT_CONFIG, tmp_path_factory.mktemp("default"), nag=False)
+def default_synth(shared_synth) -> Any:
+    return shared_synth(DEFAULT_CONFIG, nag=False)
 
 
 def test_resource_inventory_matches_the_default_template(default_synth: Any) -> None:

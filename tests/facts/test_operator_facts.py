@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import yaml
 
 from hyperpod_inference.facts import operator
@@ -18,11 +20,13 @@ def _spec_paths(schema: dict, prefix: str) -> set[str]:
     return out
 
 
-def _fields(version: str, kind: str) -> set[str]:
+@functools.cache
+def _fields(version: str, kind: str) -> frozenset[str]:
+    """The spec field paths of one kind's CRD at one version (parsed once: the CRD files are large)."""
     path = require_crds() / version / f"inference.sagemaker.aws.amazon.com_{kind}.yaml"
     crd = yaml.safe_load(path.read_text())
     v1 = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
-    return _spec_paths(v1["schema"]["openAPIV3Schema"]["properties"]["spec"], "spec")
+    return frozenset(_spec_paths(v1["schema"]["openAPIV3Schema"]["properties"]["spec"], "spec"))
 
 
 def test_fields_since_lists_exactly_the_crd_fields_each_version_adds():

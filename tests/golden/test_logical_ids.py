@@ -13,9 +13,10 @@ UPDATE = "python -m tests.golden.inventory --update"
 
 
 @pytest.fixture(scope="module")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    out = tmp_path_factory.mktemp("golden")
-    return {name: inventory.synth_inventory(cfg, out / name) for name, cfg in inventory.profiles().items()}
+def synthesized(shared_synth) -> dict[str, dict]:
+    # the session's synth of each profile (tests/golden/test_upgrade.py and the docs tests read the same ones)
+    synths = {name: shared_synth(cfg, nag=False) for name, cfg in inventory.profiles().items()}
+    return {name: inventory.template_inventory(s.outdir, s.template_file) for name, s in synths.items()}
 
 
 @pytest.mark.parametrize("profile", list(inventory.profiles()))

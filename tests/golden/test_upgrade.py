@@ -78,10 +78,11 @@ def test_a_daemonset_pruned_in_place_with_nothing_to_take_over_is_a_problem() ->
 
 
 @pytest.fixture(scope="module")
-def today(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    out = tmp_path_factory.mktemp("upgrade")
+def today(shared_synth) -> dict[str, dict[str, Any]]:
+    # the session's synth of each profile, as tests/golden/test_logical_ids.py reads it
     every = inventory.profiles()
-    return {name: upgrade.synth_manifest_inventory(every[name], out / name) for name in upgrade.PROFILES}
+    synths = {name: shared_synth(every[name], nag=False) for name in upgrade.PROFILES}
+    return {name: upgrade.manifest_inventory(s.outdir, s.template_file) for name, s in synths.items()}
 
 
 @pytest.mark.parametrize("profile", upgrade.PROFILES)

@@ -47,17 +47,16 @@ def test_each_namespace_has_its_own_manifest_resource_that_creates_never_applies
         assert two_namespaces.template["Resources"][logical_id]["Properties"]["Overwrite"] is False
 
 
-def test_removing_one_namespace_removes_only_its_own_resource(two_namespaces, tmp_path) -> None:
+def test_removing_one_namespace_removes_only_its_own_resource(two_namespaces, shared_synth) -> None:
     # GIVEN the same config without research WHEN synthesized THEN only research's resource goes (prune of one
     # namespace deletes that namespace alone, as the config asked)
-    data = load_yaml(DEFAULT_CONFIG)
-    one = synth_config(data, tmp_path, nag=False)
+    one = shared_synth(DEFAULT_CONFIG, nag=False)
     before, after = namespace_holders(two_namespaces.template), namespace_holders(one.template)
     assert [before[k] for k in set(before) - set(after)] == [["research"]]
     assert all(before[k] == v for k, v in after.items())
 
 
-def test_migration_from_the_single_namespaces_manifest_keeps_the_namespace(tmp_path) -> None:
+def test_migration_from_the_single_namespaces_manifest_keeps_the_namespace(tmp_path, shared_synth) -> None:
     # GIVEN the golden snapshot of the previous release: its single ManifestNamespaces resource held the namespace
     from tests.golden import inventory
 
@@ -78,5 +77,5 @@ def test_migration_from_the_single_namespaces_manifest_keeps_the_namespace(tmp_p
     assert list(holders) == legacy_ids and holders[legacy_ids[0]] == ["inference"]
     assert template["Resources"][legacy_ids[0]]["DeletionPolicy"] == "Retain"
     # AND the default synth (step 2) no longer has it: the resource removed is exactly the retained one
-    default = synth_config(load_yaml(DEFAULT_CONFIG), tmp_path / "step2", nag=False)
+    default = shared_synth(DEFAULT_CONFIG, nag=False)
     assert legacy_ids[0] not in default.template["Resources"]
