@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stack.test_several_configs import cluster_config, write
+from tests.assembly.test_several_configs import cluster_config, write
 
 from .conftest import run_cdk
 

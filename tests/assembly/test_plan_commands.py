@@ -18,7 +18,7 @@ from hyperpod_inference.assembly.plan_commands import (
 )
 from hyperpod_inference.config import parse_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "hyperpod.yaml").read_text())
 
 HOSTILE_PAYLOADS = [
