@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from hyperpod_inference import nvme_agent
-from hyperpod_inference.nvme_agent import cache
+from hyperpod_inference.nvme_agent import space
 
 from .fake_hub import FakeHub
 
@@ -96,7 +96,7 @@ def hf_env(hub, monkeypatch, tmp_path):
 @pytest.fixture(autouse=True)
 def _no_disk_hook():
     yield
-    cache.disk_usage_hook = None
+    space.disk_usage_hook = None
 
 
 def agent_cmd(*args) -> list[str]:

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from hyperpod_inference import nvme_agent
-from hyperpod_inference.nvme_agent import agent_source_files, cache, model_relative_dir
+from hyperpod_inference.nvme_agent import agent_source_files, cache, layout, leases, model_relative_dir, space, warm
+from hyperpod_inference.nvme_agent.config import AgentConfig
 
 from .conftest import free_port, run_agent
 from .test_hf import COMMIT, make_repo
@@ -28,20 +29,20 @@ def test_lru_eviction_evicts_oldest_unleased_and_skips_leased(s3, bucket, tmp_pa
         put_model(s3, bucket, prefix=f"{name}/", files={"w.safetensors": os.urandom(100_000)})
     for name, ts in (("leased", 1000.0), ("old", 2000.0), ("recent", 3000.0)):
         finals[name] = cache.ensure(root, s3_spec(bucket, f"{name}/"))
-        with open(os.path.join(finals[name], cache.LAST_USED), "w") as fh:
+        with open(os.path.join(finals[name], layout.LAST_USED), "w") as fh:
             fh.write(str(ts))
-    cache.touch_lease(finals["leased"], "pod-a")
+    leases.touch_lease(finals["leased"], "pod-a")
     # AND a disk with room for only 60 kB more
-    monkeypatch.setenv(cache.FAKE_DISK_ENV, str(cache._tree_bytes(root) + 60_000))
+    monkeypatch.setenv(space.FAKE_DISK_ENV, str(space.tree_bytes(root) + 60_000))
 
     # WHEN a fourth 100 kB model is ensured
     target = cache.ensure(root, s3_spec(bucket, "target/"))
 
     # THEN the least recently used unleased model was evicted, the leased one was skipped, the rest kept
-    assert cache.is_complete(target)
+    assert layout.is_complete(target)
     assert not os.path.exists(finals["old"])
-    assert cache.is_complete(finals["leased"])
-    assert cache.is_complete(finals["recent"])
+    assert layout.is_complete(finals["leased"])
+    assert layout.is_complete(finals["recent"])
     assert not os.listdir(os.path.join(root, ".trash"))
 
 
@@ -52,19 +53,19 @@ def test_expired_lease_does_not_protect_and_locked_model_is_skipped(s3, bucket, 
         put_model(s3, bucket, prefix=f"{name}/", files={"w.bin": os.urandom(50_000)})
     stale = cache.ensure(root, s3_spec(bucket, "stale/"))
     busy = cache.ensure(root, s3_spec(bucket, "busy/"))
-    lease = cache.touch_lease(stale, "pod-gone")
+    lease = leases.touch_lease(stale, "pod-gone")
     os.utime(lease, (time.time() - 3600, time.time() - 3600))
     for final, ts in ((busy, "1"), (stale, "2")):
-        with open(os.path.join(final, cache.LAST_USED), "w") as fh:
+        with open(os.path.join(final, layout.LAST_USED), "w") as fh:
             fh.write(ts)
-    monkeypatch.setenv(cache.FAKE_DISK_ENV, str(cache._tree_bytes(root) + 10_000))
+    monkeypatch.setenv(space.FAKE_DISK_ENV, str(space.tree_bytes(root) + 10_000))
 
     # WHEN a new model needs space while the busy model's lock is held
-    with cache.model_lock(root, model_relative_dir(s3_spec(bucket, "busy/")), exclusive=False):
-        cache.ensure(root, s3_spec(bucket, "target/"), cache.AgentConfig(lease_ttl=600))
+    with layout.model_lock(root, model_relative_dir(s3_spec(bucket, "busy/")), exclusive=False):
+        cache.ensure(root, s3_spec(bucket, "target/"), AgentConfig(lease_ttl=600))
 
     # THEN the locked model survives (although older) and the stale-leased one is evicted
-    assert cache.is_complete(busy)
+    assert layout.is_complete(busy)
     assert not os.path.exists(stale)
 
 
@@ -87,7 +88,7 @@ def test_warm_writes_readiness_only_when_all_complete_and_check_follows(s3, buck
     ready = list(root.glob(".agent-ready-*"))
     assert len(ready) == 1
     hf_final = root / model_relative_dir(hf_spec(repo))
-    assert (hf_final / ".leases" / cache.WARM_HOLDER).exists()
+    assert (hf_final / ".leases" / warm.WARM_HOLDER).exists()
     assert run_agent(*check, env=env).returncode == 0
 
     # WHEN a file of the Hub model disappears and the Hub is unreachable
@@ -136,7 +137,7 @@ def test_missing_module_exits_3_naming_it(tmp_path, source, module, env):
     final = tmp_path / "nvme" / model_relative_dir(spec)
     final.mkdir(parents=True)
     (final / "config.json").write_text("{}")
-    (final / "manifest.json").write_text(json.dumps({"version": cache.MANIFEST_VERSION, "files": [
+    (final / "manifest.json").write_text(json.dumps({"version": layout.MANIFEST_VERSION, "files": [
         {"path": "config.json", "size": 2, "checksum": {"algo": "size"}}]}))
     (final / ".complete").write_text("1\n")
     hit = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec), env=env,
@@ -211,11 +212,11 @@ def test_lease_command_protects_and_release_unprotects(s3, bucket, tmp_path, aws
     # WHEN a reader takes a lease through the CLI THEN the lease is active
     lease = ("lease", "--cache-root", root, "--model", json.dumps(spec), "--holder", "pod-7")
     assert run_agent(*lease, "--once", env=aws_env).returncode == 0
-    assert cache.active_leases(final, ttl=600) == ["pod-7"]
+    assert leases.active_leases(final, ttl=600) == ["pod-7"]
 
     # WHEN it releases the lease THEN no lease is active any more
     assert run_agent(*lease, "--release", env=aws_env).returncode == 0
-    assert cache.active_leases(final, ttl=600) == []
+    assert leases.active_leases(final, ttl=600) == []
 
 
 def test_a_cache_root_on_the_device_of_kubelets_files_is_warned(tmp_path, monkeypatch):
@@ -223,14 +224,14 @@ def test_a_cache_root_on_the_device_of_kubelets_files_is_warned(tmp_path, monkey
     (tmp_path / "hostname").write_text("node-1\n")
 
     # WHEN / THEN only the first is reported as on kubelet's (root) disk
-    assert cache.on_kubelet_disk(str(tmp_path), str(tmp_path / "hostname")) is True
-    assert cache.on_kubelet_disk(str(tmp_path), "/proc/self/status") is False
-    assert cache.on_kubelet_disk(str(tmp_path / "missing"), str(tmp_path / "hostname")) is False
+    assert space.on_kubelet_disk(str(tmp_path), str(tmp_path / "hostname")) is True
+    assert space.on_kubelet_disk(str(tmp_path), "/proc/self/status") is False
+    assert space.on_kubelet_disk(str(tmp_path / "missing"), str(tmp_path / "hostname")) is False
 
     # AND the agent warns about it when it runs ensure there (and not when the reference is elsewhere)
-    monkeypatch.setattr(cache, "KUBELET_FILE", "/proc/self/status")
-    assert cache.on_kubelet_disk(str(tmp_path)) is False
-    monkeypatch.setattr(cache, "KUBELET_FILE", str(tmp_path / "hostname"))
+    monkeypatch.setattr(space, "KUBELET_FILE", "/proc/self/status")
+    assert space.on_kubelet_disk(str(tmp_path)) is False
+    monkeypatch.setattr(space, "KUBELET_FILE", str(tmp_path / "hostname"))
     src = tmp_path / "fsx" / "m"
     src.mkdir(parents=True)
     (src / "config.json").write_text("{}")

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from hyperpod_inference.nvme_agent import cache, model_relative_dir
+from hyperpod_inference.nvme_agent import cache, layout, model_relative_dir
 
 from .conftest import run_agent
 from .fake_hub import Repo
@@ -44,7 +44,7 @@ def test_a_symlinked_directory_planted_in_an_unmarked_model_dir_is_not_written_t
     assert sorted(os.listdir(victim)) == ["keep.bin"]
     assert not (final / "sub").is_symlink()
     assert (final / "sub" / "weights.bin").read_bytes() == files["sub/weights.bin"]
-    assert cache.is_complete(str(final))
+    assert layout.is_complete(str(final))
 
 
 def test_a_link_in_a_complete_model_makes_it_invalid_and_it_is_fetched_again(s3, bucket, tmp_path,
@@ -60,7 +60,7 @@ def test_a_link_in_a_complete_model_makes_it_invalid_and_it_is_fetched_again(s3,
     s3_gets.clear()
 
     # WHEN the structural check runs (a hit) and then ensure
-    complete = cache.is_complete(final)
+    complete = layout.is_complete(final)
     cache.ensure(root, s3_spec(bucket))
 
     # THEN the model was not a hit; it was fetched again into a real directory and the link target is untouched
@@ -76,14 +76,14 @@ def test_an_extra_entry_in_a_complete_model_makes_it_invalid(s3, bucket, tmp_pat
     # GIVEN a complete model
     put_model(s3, bucket)
     final = cache.ensure(str(tmp_path / "nvme"), s3_spec(bucket))
-    assert cache.is_complete(final)
+    assert layout.is_complete(final)
 
     # WHEN an entry the manifest does not list appears in it
     path = os.path.join(final, "planted")
     {"file": lambda: open(path, "w").close(), "dir": lambda: os.mkdir(path), "fifo": lambda: os.mkfifo(path)}[extra]()
 
     # THEN the model no longer passes the structural check
-    assert cache.is_complete(final) is False
+    assert layout.is_complete(final) is False
 
 
 @pytest.mark.parametrize("name", [".trash", ".locks"])
@@ -142,7 +142,7 @@ def test_a_local_link_escaping_the_mount_fails_the_plan_naming_it(tmp_path):
     # THEN it fails naming the link and its target, and copied nothing
     assert result.returncode == 1
     assert f"tokenizer.json is a link to {secret}, outside the mount {mount}" in result.stderr
-    assert not [p for p in root.rglob("*") if p.is_file() and ".locks" not in p.parts and p.name != cache.ROOT_MARKER]
+    assert not [p for p in root.rglob("*") if p.is_file() and ".locks" not in p.parts and p.name != layout.ROOT_MARKER]
 
 
 def test_a_local_link_inside_the_mount_is_copied_as_a_regular_file(tmp_path):

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from hyperpod_inference.nvme_agent import cache, model_relative_dir, required_modules
+from hyperpod_inference.nvme_agent import cache, errors, layout, model_relative_dir, required_modules, space
 
 from .conftest import run_agent
 
@@ -73,7 +73,7 @@ def test_warm_hit_does_not_read_the_source(tmp_path):
     make_tree(src)
     root = tmp_path / "nvme"
     final = cache.ensure(str(root), spec_of(src))
-    before = cache.last_used(final)
+    before = layout.last_used(final)
 
     # WHEN the source file system is gone (unmounted) and ensure runs again
     os.rename(src, tmp_path / "fsx" / "moved")
@@ -82,7 +82,7 @@ def test_warm_hit_does_not_read_the_source(tmp_path):
     # THEN it is a cache hit: success, same directory, LRU timestamp updated
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == final
-    assert cache.last_used(final) >= before
+    assert layout.last_used(final) >= before
 
 
 def test_verify_detects_corrupted_cache_file_and_ensure_recopies(tmp_path):
@@ -102,7 +102,7 @@ def test_verify_detects_corrupted_cache_file_and_ensure_recopies(tmp_path):
     # THEN it reports exactly that file (exit 5) and unmarks the model
     assert result.returncode == 5, result.stderr
     assert json.loads(result.stdout) == {"state": "corrupt", "corrupt": ["model-00001.safetensors"]}
-    assert not cache.is_complete(final)
+    assert not layout.is_complete(final)
     # AND the next ensure copies it again and the model verifies
     cache.ensure(str(root), spec_of(src))
     assert open(path, "rb").read() == files["model-00001.safetensors"]
@@ -219,7 +219,7 @@ def test_warm_re_hashes_a_complete_models_content_at_start_and_fetches_a_corrupt
     path = os.path.join(final, "model-00001.safetensors")
     with open(path, "r+b") as fh:
         fh.write(b"\0" * 64)
-    assert cache.is_complete(final)
+    assert layout.is_complete(final)
     models = tmp_path / "models.json"
     models.write_text(json.dumps([spec_of(src)]))
 
@@ -240,11 +240,11 @@ def test_not_enough_space_names_this_roots_usage_and_the_rest_of_the_disk(tmp_pa
     root = str(tmp_path / "nvme")
 
     def usage(path):
-        ours = cache._tree_bytes(path)
+        ours = space.tree_bytes(path)
         return 10_000 - 9_500 - ours, 10_000
 
-    cache.disk_usage_hook = usage
+    space.disk_usage_hook = usage
 
     # WHEN the agent ensures the model THEN it fails naming both usages
-    with pytest.raises(cache.InsufficientSpace, match=r"this cache root 0 bytes, the rest of the disk .* 9500 bytes"):
+    with pytest.raises(errors.InsufficientSpace, match=r"this cache root 0 bytes, the rest of the disk .* 9500 bytes"):
         cache.ensure(root, spec_of(src))

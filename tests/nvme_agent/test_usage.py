@@ -7,7 +7,7 @@ import logging
 import os
 import time
 
-from hyperpod_inference.nvme_agent import cache, cli
+from hyperpod_inference.nvme_agent import cli, layout, space
 
 from .conftest import run_agent
 
@@ -37,21 +37,21 @@ def test_ensure_and_warm_write_their_roots_usage_and_an_eviction_updates_it(tmp_
     assert result.returncode == 0, result.stderr
     record = usage_of(usage, "team-a")
     assert record["root"] == "team-a" and record["models"] == 1
-    assert record["bytes"] == cache._tree_bytes(str(root)) >= 30_000
+    assert record["bytes"] == space.tree_bytes(str(root)) >= 30_000
     assert before <= record["time"] <= time.time()
     assert os.listdir(usage) == ["team-a.json"]  # written atomically: no temporary left
 
     # WHEN a warm cycle keeps a second model, on a disk with room for only one of them (the first is evicted)
     models = tmp_path / "models.json"
     models.write_text(json.dumps([local_model(tmp_path, "second", 30_000)]))
-    disk = {cache.FAKE_DISK_ENV: str(cache._tree_bytes(str(root)) + 20_000)}
+    disk = {space.FAKE_DISK_ENV: str(space.tree_bytes(str(root)) + 20_000)}
     result = run_agent("warm", *flags, "--models-file", models, "--once", env=disk)
 
     # THEN the usage file shows the root after the eviction
     assert result.returncode == 0, result.stderr
-    assert not os.path.exists(cache.model_dir(str(root), first))
+    assert not os.path.exists(layout.model_dir(str(root), first))
     record = usage_of(usage, "team-a")
-    assert record["models"] == 1 and record["bytes"] == cache._tree_bytes(str(root))
+    assert record["models"] == 1 and record["bytes"] == space.tree_bytes(str(root))
 
 
 def write_record(usage, name, *, nbytes, models=1, age=0.0, root=None):
@@ -65,7 +65,7 @@ def test_a_failed_watermark_lists_every_roots_usage_and_the_other_files(tmp_path
     root, usage = tmp_path / "nvme" / "team-a", tmp_path / "nvme" / ".usage"
     usage.mkdir(parents=True)
     write_record(usage, "team-b", nbytes=5_000, models=2)
-    cache.disk_usage_hook = lambda path: (10_000 - 8_000 - cache._tree_bytes(path), 10_000)
+    space.disk_usage_hook = lambda path: (10_000 - 8_000 - space.tree_bytes(path), 10_000)
     # AND usage files that must not count: stale (two days old), malformed, oversized, named for another root, a link
     write_record(usage, "stale", nbytes=111, age=2 * 86400)
     (usage / "malformed.json").write_text("{not json")
@@ -90,7 +90,7 @@ def test_a_failed_watermark_lists_every_roots_usage_and_the_other_files(tmp_path
     # THEN it exits 4 naming each root's usage (this one included) and the other files, ignoring the bad files
     assert code == cli.EXIT_NO_SPACE
     message = next(r.getMessage() for r in records if r.levelno == logging.ERROR)
-    ours = cache._tree_bytes(str(root))
+    ours = space.tree_bytes(str(root))
     assert (f"Usage by cache root: team-b 5000 bytes (2 model(s)), team-a {ours} bytes (0 model(s)); "
             f"other files {8_000 - 5_000} bytes (disk used {8_000 + ours} bytes") in message, message
     for ignored in ("stale", "malformed", "typed", "big", "renamed", "team-c", "linked"):
