@@ -114,3 +114,11 @@ def run_agent(*args, env: dict | None = None, pythonpath: str = AGENT_PARENT, cw
               timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(agent_cmd(*args), env=agent_env(env, pythonpath), cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def victim_dir(tmp_path):
+    """A directory outside the model (another model, another namespace) with one file in it."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.bin").write_bytes(b"other tenant's weights")
+    return victim

@@ -15,6 +15,7 @@ from hyperpod_inference.nvme_agent import checksums, errors, fs, hf_source
 from hyperpod_inference.nvme_agent.config import AgentConfig
 from hyperpod_inference.nvme_agent.source import open_source
 
+from .conftest import victim_dir
 from .test_protocol import FILES
 
 TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{8}\.download")
@@ -37,10 +38,7 @@ def writer(request, tmp_path):
 
 def victim_file(tmp_path):
     """A file outside the cache (another model, another namespace) that nothing may write or delete."""
-    victim = tmp_path / "victim"
-    victim.mkdir(exist_ok=True)
-    (victim / "keep.bin").write_bytes(b"other tenant's weights")
-    return victim / "keep.bin"
+    return victim_dir(tmp_path) / "keep.bin"
 
 
 def test_write_atomic_replaces_a_link_at_its_path_and_never_writes_its_target(tmp_path):

@@ -14,6 +14,8 @@ import time
 from hyperpod_inference.nvme_agent import cache, layout, leases, space
 
 from .conftest import agent_cmd, agent_env, run_agent
+from .test_s3 import put_model
+from .test_s3 import spec_of as s3_spec
 
 
 def local_model(tmp_path, name, size=50_000):
@@ -116,3 +118,20 @@ def test_hold_needs_a_lease_holder(tmp_path):
     result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model",
                        json.dumps(local_model(tmp_path, "m")), "--lease-holder", "", "--hold", tmp_path / "ready")
     assert result.returncode != 0 and "--lease-holder" in result.stderr
+
+
+def test_lease_command_protects_and_release_unprotects(s3, bucket, tmp_path, aws_env):
+    # GIVEN a complete model
+    put_model(s3, bucket)
+    root = tmp_path / "nvme"
+    spec = s3_spec(bucket)
+    final = cache.ensure(str(root), spec)
+
+    # WHEN a reader takes a lease through the CLI THEN the lease is active
+    lease = ("lease", "--cache-root", root, "--model", json.dumps(spec), "--holder", "pod-7")
+    assert run_agent(*lease, "--once", env=aws_env).returncode == 0
+    assert leases.active_leases(final, ttl=600) == ["pod-7"]
+
+    # WHEN it releases the lease THEN no lease is active any more
+    assert run_agent(*lease, "--release", env=aws_env).returncode == 0
+    assert leases.active_leases(final, ttl=600) == []
