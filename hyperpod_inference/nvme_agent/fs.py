@@ -61,15 +61,17 @@ def open_regular(path: str):
 
 
 def read_regular(path: str, limit: int | None = None) -> bytes | None:
-    """The content of a regular file that is not a link (and holds at most ``limit`` bytes), else None."""
+    """The content of a regular file that is not a link (and holds at most ``limit`` bytes), else None. Opened
+    without blocking, so that a FIFO planted in its place is refused instead of waiting for a writer."""
     try:
-        fd = open_nofollow(path)
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (limit is not None and st.st_size > limit):
+        os.close(fd)  # a directory (which a file object would refuse), a FIFO, a device, or too large
+        return None
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (limit is not None and st.st_size > limit):
-            return None
         return fh.read(limit)
 
 

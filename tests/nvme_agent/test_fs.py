@@ -96,6 +96,18 @@ def test_reads_take_regular_files_only_and_never_follow_a_link(tmp_path):
     assert not checksums.matches(str(link), entry)
 
 
+@pytest.mark.parametrize("kind", ["dir", "fifo"])
+def test_a_directory_or_a_fifo_is_no_regular_file_to_read_and_keeps_no_descriptor(tmp_path, kind):
+    # GIVEN a directory or a FIFO (no writer) where a record is read
+    path = tmp_path / "record"
+    path.mkdir() if kind == "dir" else os.mkfifo(path)
+    before = len(os.listdir("/proc/self/fd"))
+
+    # WHEN it is read THEN it is not a record: nothing is raised, nothing waits, no descriptor stays open
+    assert fs.read_regular(str(path)) is None
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 @pytest.mark.parametrize("kind", ["a symlink", "not a directory"])
 def test_real_dir_refuses_a_link_or_a_file_naming_it_and_creates_a_missing_one(tmp_path, kind):
     # GIVEN a missing directory THEN it is created

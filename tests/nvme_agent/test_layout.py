@@ -39,6 +39,30 @@ def test_a_link_in_a_complete_model_makes_it_invalid_and_it_is_fetched_again(s3,
     assert outside.read_bytes() == b"x" * len(files["config.json"])
 
 
+@pytest.mark.parametrize("kind", ["dir", "fifo"])
+def test_a_manifest_replaced_by_a_directory_or_a_fifo_makes_the_model_invalid_and_it_is_fetched_again(tmp_path,
+                                                                                                     kind):
+    # GIVEN a complete model whose manifest.json was replaced by a directory or a FIFO (the model server mounts the
+    # model read-write)
+    src = tmp_path / "fsx" / "m"
+    src.mkdir(parents=True)
+    (src / "w.bin").write_bytes(os.urandom(1000))
+    spec = {"source": "local", "path": str(src)}
+    root = tmp_path / "nvme"
+    final = cache.ensure(str(root), spec)
+    manifest = os.path.join(final, "manifest.json")
+    os.unlink(manifest)
+    os.mkdir(manifest) if kind == "dir" else os.mkfifo(manifest)
+
+    # WHEN the agent ensures the model
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(spec), timeout=30)
+
+    # THEN it was no hit (neither an error nor a wait): the model was fetched again, with a regular manifest
+    assert result.returncode == 0, result.stderr
+    assert os.path.isfile(manifest) and layout.is_complete(final)
+    assert layout.read_manifest(final)["files"][0]["path"] == "w.bin"
+
+
 @pytest.mark.parametrize("extra", ["file", "dir", "fifo"])
 def test_an_extra_entry_in_a_complete_model_makes_it_invalid(s3, bucket, tmp_path, extra):
     # GIVEN a complete model
