@@ -33,6 +33,8 @@ import os
 import stat
 import zlib
 
+from . import fs
+
 _BUF = 4 * 1024 * 1024
 
 
@@ -47,18 +49,8 @@ def chunks_of(fh, size: int = _BUF):
         yield view[:n]
 
 
-def _open_regular(path: str):
-    """An unbuffered binary file object of ``path``, which must be a regular file and is never followed as a link."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    fh = os.fdopen(fd, "rb", buffering=0)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        fh.close()
-        raise OSError(f"{path} is not a regular file")
-    return fh
-
-
 def _read_chunks(path: str, size: int = _BUF):
-    with _open_regular(path) as fh:
+    with fs.open_regular(path) as fh:
         yield from chunks_of(fh, size)
 
 
@@ -225,7 +217,7 @@ def compute(path: str, algo: str, params: dict | None = None) -> str:
 
 def _part_digests(path: str, part_size: int, base: str) -> list[bytes]:
     digests = []
-    with _open_regular(path) as fh:
+    with fs.open_regular(path) as fh:
         buf = bytearray(min(_BUF, part_size))
         view = memoryview(buf)
         while True:

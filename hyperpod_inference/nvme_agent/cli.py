@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 
-from . import cache, workers
+from . import cache, errors, layout, leases, legacy, space, warm, workers
 from .config import (
     CACHE_MOUNT,
     DEFAULT_LEASE_TTL,
@@ -35,7 +35,7 @@ log = logging.getLogger("nvme_agent")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISSING_MODULE, EXIT_NO_SPACE, EXIT_CORRUPT = 0, 1, 2, 3, 4, 5
 
 
-class MissingModule(cache.AgentError):
+class MissingModule(errors.AgentError):
     exit_code = EXIT_MISSING_MODULE
 
 
@@ -150,11 +150,11 @@ def _hold(final: str, holder: str, interval: float) -> int:
     gc.enable()
     try:
         while True:
-            if cache.is_complete(final):
-                cache.touch_lease(final, holder)
+            if layout.is_complete(final):
+                leases.touch_lease(final, holder)
             time.sleep(interval)
     except SystemExit:
-        cache.release_lease(final, holder)
+        leases.release_lease(final, holder)
         raise
 
 
@@ -171,13 +171,13 @@ def _run(args) -> int:
 
         return code_gc.run(args)
     if args.cmd == "evict-legacy":
-        for line in cache.evict_legacy(args.cache_parent, args.lease_ttl):
+        for line in legacy.evict_legacy(args.cache_parent, args.lease_ttl):
             print(line, flush=True)
         return EXIT_OK
     root = args.cache_root
     opts = _options(args)
-    cache.prepare_root(root)
-    if args.cmd in ("ensure", "warm") and cache.on_kubelet_disk(root):
+    layout.prepare_root(root)
+    if args.cmd in ("ensure", "warm") and space.on_kubelet_disk(root):
         log.warning("the cache root %s is on the same device as kubelet's pod data (the node's root disk?): is the "
                     "instance-store NVMe mounted at weightCache.hostPath?", root)
     if args.cmd == "ensure":
@@ -186,12 +186,12 @@ def _run(args) -> int:
         holder = _holder(args.lease_holder)
         if args.hold is not None:
             if not holder:
-                raise cache.AgentError("--hold keeps a lease: give a --lease-holder")
+                raise errors.AgentError("--hold keeps a lease: give a --lease-holder")
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(args.hold)  # a restarted sidecar is ready again only once the model is checked again
         final = cache.ensure(root, _parse_model(args.model), opts, lease_holder=holder,
                              before_download=lambda spec: check_modules([spec]))
-        cache.write_usage(root, opts)
+        space.write_usage(root, opts)
         print(final, flush=True)
         if args.hold is None:
             return EXIT_OK
@@ -199,21 +199,21 @@ def _run(args) -> int:
             fh.write(f"# ready: {final}\n")  # a Python comment: the startup probe runs it with python3
         return _hold(final, holder, args.interval)
     if args.cmd == "check":
-        specs, _ = cache.load_models_file(args.models_file)
-        return EXIT_OK if cache.all_complete(root, specs) else EXIT_ERROR
+        specs, _ = warm.load_models_file(args.models_file)
+        return EXIT_OK if warm.all_complete(root, specs) else EXIT_ERROR
     if args.cmd == "verify":
         state, bad = cache.verify(root, _parse_model(args.model))
         print(json.dumps({"state": state, "corrupt": bad}), flush=True)
         return {"ok": EXIT_OK, "absent": EXIT_ERROR}.get(state, EXIT_CORRUPT)
     if args.cmd == "lease":
         args.holder = _holder(args.holder)
-        final = cache.model_dir(root, _parse_model(args.model))
+        final = layout.model_dir(root, _parse_model(args.model))
         if args.release:
-            cache.release_lease(final, args.holder)
+            leases.release_lease(final, args.holder)
             return EXIT_OK
         if args.once:
-            if cache.is_complete(final):
-                cache.touch_lease(final, args.holder)
+            if layout.is_complete(final):
+                leases.touch_lease(final, args.holder)
             return EXIT_OK
         return _hold(final, args.holder, args.interval)
     if args.cmd == "warm":
@@ -224,11 +224,11 @@ def _run(args) -> int:
         first = True
         verified: dict[str, float] = {}  # the content of each model is re-hashed at start, then every interval
         while True:
-            specs, digest = cache.load_models_file(args.models_file)
+            specs, digest = warm.load_models_file(args.models_file)
             if first:
                 check_modules(specs)
                 first = False
-            ready = cache.warm_cycle(root, specs, digest, opts, verified, args.verify_interval)
+            ready = warm.warm_cycle(root, specs, digest, opts, verified, args.verify_interval)
             log.info("warm cycle: %d model(s), ready=%s", len(specs), ready)
             if args.once:
                 return EXIT_OK if ready else EXIT_ERROR
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         log.error("bad model spec: %s", exc)
         return EXIT_USAGE
-    except cache.AgentError as exc:
+    except errors.AgentError as exc:
         log.error("%s", exc)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback; never includes the token

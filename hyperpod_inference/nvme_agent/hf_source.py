@@ -10,10 +10,9 @@ endpoint from ``HF_ENDPOINT``.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 
-from . import workers
+from . import fs, workers
 from .config import TOKEN_DIR
 from .source import Source
 
@@ -65,7 +64,8 @@ def plan(spec: dict, concurrency: int) -> tuple[str, list[dict]]:
 
 
 def clean_bookkeeping(dest_dir: str) -> None:
-    shutil.rmtree(os.path.join(dest_dir, HF_METADATA_DIR), ignore_errors=True)
+    """Remove huggingface_hub's bookkeeping directory (a link there is unlinked, never followed)."""
+    fs.delete(os.path.join(dest_dir, HF_METADATA_DIR))
 
 
 def download(spec: dict, commit: str, entries: list[dict], dest_dir: str, concurrency: int, on_done) -> None:

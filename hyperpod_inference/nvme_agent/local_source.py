@@ -10,14 +10,12 @@ skipped. Stdlib only.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
 import stat
-import uuid
 
-from . import workers
+from . import fs, workers
 from .checksums import chunks_of
 from .source import Source
 
@@ -92,19 +90,13 @@ def _walk(directory: str, rel: str, mount: str, seen: set, entries: list[dict]) 
 
 
 def _copy(entry: dict, dest_dir: str) -> str:
-    """Copy one file to a temporary name, hashing it; rename it into place; return the hex sha256."""
-    target = os.path.join(dest_dir, entry["path"])
-    directory, name = os.path.split(target)
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:8]}.download")
+    """Copy one file to a temporary name, hashing it; rename it into place; return the hex sha256 (the temporary
+    file and the rename are :func:`fs.atomic_file`'s)."""
     h = hashlib.sha256()
     copied = 0
-    try:
+    with fs.atomic_file(os.path.join(dest_dir, entry["path"])) as dst:
         # the planned file itself: never a link (O_NOFOLLOW on the resolved path), the same inode as planned
-        src_fd = os.open(entry["src"], os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(src_fd, "rb", buffering=0) as src, \
-                os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644), "wb",
-                          buffering=0) as dst:
+        with os.fdopen(fs.open_nofollow(entry["src"]), "rb", buffering=0) as src:
             before = os.fstat(src.fileno())
             if not stat.S_ISREG(before.st_mode) or [before.st_dev, before.st_ino] != list(entry["ino"]):
                 raise RuntimeError(f"source file {entry['src']} was replaced after it was listed")
@@ -119,11 +111,6 @@ def _copy(entry: dict, dest_dir: str) -> str:
         if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or copied != entry["size"]:
             raise RuntimeError(f"source file {entry['src']} changed while it was copied "
                                f"({copied} bytes read, {entry['size']} listed)")
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
     return h.hexdigest()
 
 

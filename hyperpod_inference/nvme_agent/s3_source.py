@@ -14,9 +14,8 @@ import logging
 import os
 import re
 import threading
-import uuid
 
-from . import workers
+from . import fs, workers
 from .checksums import CRCS, StreamHasher, composite, crc_of_ranges, crt_checksums, multipart_md5
 from .config import AgentConfig
 from .source import Source
@@ -208,9 +207,7 @@ class _FileJob:
         self.entry = entry
         self.config = config
         self.target = os.path.join(dest_dir, entry["path"])
-        directory, name = os.path.split(self.target)
-        # a leftover of a killed run is not in the manifest, so the next run's scan deletes it
-        self.tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:8]}.download")
+        self.tmp = fs.temp_path(self.target)
         self.fd = None
         self.direct_fd = None  # the same file opened with O_DIRECT, or None
         self.lock = threading.Lock()
@@ -294,11 +291,10 @@ class _FileJob:
         ``ftruncate`` first made the writes into the sparse file cost more system time: 1.73 s against 1.60 s per
         2 GiB in a micro-benchmark, BENCHMARKS.md). Every range is written whole or the file is dropped, and the
         size is checked before a file is accepted."""
-        os.makedirs(os.path.dirname(self.target), exist_ok=True)
-        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        self.fd = fs.create_temp(self.tmp)
         if self.config.direct_io:
             try:
-                self.direct_fd = os.open(self.tmp, os.O_WRONLY | os.O_DIRECT | os.O_NOFOLLOW)
+                self.direct_fd = fs.open_nofollow(self.tmp, os.O_WRONLY | os.O_DIRECT)
             except OSError as exc:  # EINVAL: a filesystem without direct I/O (e.g. tmpfs on older kernels)
                 self.config.refuse_direct_io(exc)
 
@@ -331,8 +327,7 @@ class _FileJob:
         self.take_first()
         self.close_files()
         if not keep:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.tmp)
+            fs.discard(self.tmp)
 
     def computed(self):
         return self.combine() if self.combine and self.hashers is not None else None
@@ -592,7 +587,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, config: 
         try:
             if ok:
                 job.close_files()
-                os.replace(job.tmp, job.target)
+                fs.commit(job.tmp, job.target)
                 computed = job.computed()
                 if (job.entry.get("checksum") or {"algo": "size"})["algo"] == "size" and computed is not None:
                     job.entry["checksum"] = {"algo": "size", "recorded": {"algo": "crc32", "value": computed}}
@@ -653,8 +648,7 @@ def _download_streaming(spec: dict, entries: list[dict], dest_dir: str, config: 
         schedule.stop()
         for job in jobs:
             if job.fd is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(job.tmp)
+                fs.discard(job.tmp)
         raise
     for job in jobs:
         if job.fd is not None:  # never finished (a direct_fd is only ever open beside fd)

@@ -7,19 +7,15 @@ A source is made once per run for a spec (:func:`open_source`) and answers:
   and a ``checksum`` when the plan knows it;
 - ``describe(entries)``: give a ``checksum`` to entries planned without one (S3: a HEAD per object);
 - ``download(revision, entries, dest, on_done)``: fetch the entries into ``dest``, each under a temporary name and
-  renamed when whole; ``on_done(entry, computed)`` per file in place (``computed``: its checksum computed while
+  renamed when whole (through ``fs``: :func:`fs.temp_path`, :func:`fs.create_temp`, :func:`fs.commit`); ``on_done(entry, computed)`` per file in place (``computed``: its checksum computed while
   writing, or None); stops at ``workers.CANCEL``;
 - ``clean(dest)``: remove what an unfinished download leaves behind (temporary files, client bookkeeping).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-
+from . import fs
 from .spec import HUGGINGFACE, S3, model_relative_dir
-
-TEMP_SUFFIX = ".download"  # temporary files are ".<name>.<random>.download"
 
 
 class Source:
@@ -41,11 +37,7 @@ class Source:
         raise NotImplementedError
 
     def clean(self, dest: str) -> None:
-        for dirpath, _dirs, files in os.walk(dest):
-            for name in files:
-                if name.startswith(".") and name.endswith(TEMP_SUFFIX):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(dirpath, name))
+        fs.remove_temps(dest)
 
 
 def open_source(spec: dict, config) -> Source:

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from hyperpod_inference import nvme_agent
-from hyperpod_inference.nvme_agent import cache
+from hyperpod_inference.nvme_agent import space
 
 from .fake_hub import FakeHub
 
@@ -96,7 +96,7 @@ def hf_env(hub, monkeypatch, tmp_path):
 @pytest.fixture(autouse=True)
 def _no_disk_hook():
     yield
-    cache.disk_usage_hook = None
+    space.disk_usage_hook = None
 
 
 def agent_cmd(*args) -> list[str]:
@@ -114,3 +114,11 @@ def run_agent(*args, env: dict | None = None, pythonpath: str = AGENT_PARENT, cw
               timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(agent_cmd(*args), env=agent_env(env, pythonpath), cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def victim_dir(tmp_path):
+    """A directory outside the model (another model, another namespace) with one file in it."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.bin").write_bytes(b"other tenant's weights")
+    return victim

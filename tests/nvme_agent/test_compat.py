@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from boto3.s3.transfer import TransferConfig
 
-from hyperpod_inference.nvme_agent import cache, model_relative_dir
+from hyperpod_inference.nvme_agent import layout, model_relative_dir
 
 from .conftest import AGENT_PARENT, agent_env
 from .test_hf import make_repo
@@ -83,7 +83,7 @@ def test_the_default_s3_path_works_on_botocore(name, s3, s3_crc, bucket, aws_env
     final = root / model_relative_dir(s3_spec(bucket))
     for rel, data in files.items():
         assert (final / rel).read_bytes() == data
-    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(str(final))["files"]}
+    algos = {f["path"]: f["checksum"]["algo"] for f in layout.read_manifest(str(final))["files"]}
     assert algos["config.json"] == "md5" and algos["multi.bin"] == "s3-multipart-md5"
     verify = run_in(python, "verify", "--cache-root", root, "--model", json.dumps(s3_spec(bucket)), env=aws_env)
     assert verify.returncode == 0, verify.stderr

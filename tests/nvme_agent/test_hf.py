@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from hyperpod_inference.nvme_agent import cache, model_relative_dir
+from hyperpod_inference.nvme_agent import cache, layout, model_relative_dir
 
 from .conftest import agent_cmd, agent_env, run_agent
 from .fake_hub import Repo
@@ -76,7 +76,7 @@ def test_unpinned_main_is_cached_under_main_and_records_the_commit(hub, hf_env, 
 
     # THEN the cache dir is <key>/main and the manifest records the commit it resolved to
     assert final.endswith("/hf--acme--tiny-llm/main")
-    assert cache.read_manifest(final)["revision"] == COMMIT
+    assert layout.read_manifest(final)["revision"] == COMMIT
 
 
 def test_kill_9_mid_download_then_resume_refetches_only_unfinished_files(hub, hf_env, tmp_path):

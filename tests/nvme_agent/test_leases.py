@@ -11,9 +11,11 @@ import subprocess
 import sys
 import time
 
-from hyperpod_inference.nvme_agent import cache
+from hyperpod_inference.nvme_agent import cache, layout, leases, space
 
 from .conftest import agent_cmd, agent_env, run_agent
+from .test_s3 import put_model
+from .test_s3 import spec_of as s3_spec
 
 
 def local_model(tmp_path, name, size=50_000):
@@ -41,28 +43,28 @@ def test_a_model_leased_by_a_pod_is_not_evicted_while_its_sidecar_refreshes_it_a
                                          "--lease-holder", "pod-1", "--hold", ready, "--interval", "0.1"),
                                env=agent_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        final = cache.model_dir(str(root), served)
+        final = layout.model_dir(str(root), served)
         deadline = time.monotonic() + 20
         while not (ready.exists() and ready.read_text() != "# stale\n") and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert ready.read_text() == f"# ready: {final}\n" and cache.is_complete(final)
+        assert ready.read_text() == f"# ready: {final}\n" and layout.is_complete(final)
         # (the startup probe runs the file with python3: it passes once the file is there)
         assert subprocess.run([sys.executable, str(ready)], timeout=30).returncode == 0
         for model in (served, other):
-            with open(os.path.join(cache.model_dir(str(root), model), cache.LAST_USED), "w") as fh:
+            with open(os.path.join(layout.model_dir(str(root), model), layout.LAST_USED), "w") as fh:
                 fh.write("1")
         # AND the pod has run longer than the lease TTL, the sidecar refreshing the lease every interval
-        age(os.path.join(final, cache.LEASES, "pod-1"), 3600)
-        while cache.active_leases(final, 600) != ["pod-1"] and time.monotonic() < deadline:
+        age(os.path.join(final, layout.LEASES, "pod-1"), 3600)
+        while leases.active_leases(final, 600) != ["pod-1"] and time.monotonic() < deadline:
             time.sleep(0.05)
 
         # WHEN a new model needs the space of one model
-        monkeypatch.setenv(cache.FAKE_DISK_ENV, str(cache._tree_bytes(str(root)) + 30_000))
+        monkeypatch.setenv(space.FAKE_DISK_ENV, str(space.tree_bytes(str(root)) + 30_000))
         cache.ensure(str(root), local_model(tmp_path, "new1"))
 
         # THEN the unleased model was evicted and the served one kept
-        assert cache.is_complete(final)
-        assert not os.path.exists(cache.model_dir(str(root), other))
+        assert layout.is_complete(final)
+        assert not os.path.exists(layout.model_dir(str(root), other))
 
         # WHEN the pod ends (its sidecar gets SIGTERM)
         sidecar.send_signal(signal.SIGTERM)
@@ -74,8 +76,8 @@ def test_a_model_leased_by_a_pod_is_not_evicted_while_its_sidecar_refreshes_it_a
         sidecar.stderr.close()
 
     # THEN its lease is gone, and the model is evicted for the next one that needs the space
-    assert cache.active_leases(final, 600) == []
-    monkeypatch.setenv(cache.FAKE_DISK_ENV, str(cache._tree_bytes(str(root)) + 30_000))
+    assert leases.active_leases(final, 600) == []
+    monkeypatch.setenv(space.FAKE_DISK_ENV, str(space.tree_bytes(str(root)) + 30_000))
     cache.ensure(str(root), local_model(tmp_path, "new2"))
     assert not os.path.exists(final)
 
@@ -90,12 +92,12 @@ def test_the_hostname_holder_is_the_hosts_name_and_the_default(tmp_path):
 
         # THEN the lease is the host's name
         assert result.returncode == 0, result.stderr
-        assert cache.active_leases(result.stdout.strip(), 600) == [socket.gethostname()]
+        assert leases.active_leases(result.stdout.strip(), 600) == [socket.gethostname()]
     # AND an empty holder takes none
     spec = local_model(tmp_path, "m9")
     result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model", json.dumps(spec), "--lease-holder", "")
     assert result.returncode == 0, result.stderr
-    assert cache.active_leases(result.stdout.strip(), 600) == []
+    assert leases.active_leases(result.stdout.strip(), 600) == []
 
 
 
@@ -116,3 +118,20 @@ def test_hold_needs_a_lease_holder(tmp_path):
     result = run_agent("ensure", "--cache-root", tmp_path / "nvme", "--model",
                        json.dumps(local_model(tmp_path, "m")), "--lease-holder", "", "--hold", tmp_path / "ready")
     assert result.returncode != 0 and "--lease-holder" in result.stderr
+
+
+def test_lease_command_protects_and_release_unprotects(s3, bucket, tmp_path, aws_env):
+    # GIVEN a complete model
+    put_model(s3, bucket)
+    root = tmp_path / "nvme"
+    spec = s3_spec(bucket)
+    final = cache.ensure(str(root), spec)
+
+    # WHEN a reader takes a lease through the CLI THEN the lease is active
+    lease = ("lease", "--cache-root", root, "--model", json.dumps(spec), "--holder", "pod-7")
+    assert run_agent(*lease, "--once", env=aws_env).returncode == 0
+    assert leases.active_leases(final, ttl=600) == ["pod-7"]
+
+    # WHEN it releases the lease THEN no lease is active any more
+    assert run_agent(*lease, "--release", env=aws_env).returncode == 0
+    assert leases.active_leases(final, ttl=600) == []

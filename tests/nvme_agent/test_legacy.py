@@ -7,7 +7,7 @@ import os
 import subprocess
 import time
 
-from hyperpod_inference.nvme_agent import cache
+from hyperpod_inference.nvme_agent import cache, layout, leases
 
 from .conftest import agent_cmd, agent_env, run_agent
 
@@ -24,7 +24,7 @@ def legacy_parent(tmp_path, *names):
     cache-root marker (the previous agent wrote the same files, the marker aside)."""
     parent = tmp_path / "host"
     rels = [os.path.relpath(cache.ensure(str(parent), local_model(tmp_path, name)), parent) for name in names]
-    os.unlink(parent / cache.ROOT_MARKER)
+    os.unlink(parent / layout.ROOT_MARKER)
     return parent, rels
 
 
@@ -43,17 +43,17 @@ def evict(parent, env=None):
 def test_evict_legacy_evicts_the_previous_layouts_models_and_partials_and_nothing_else(tmp_path):
     # GIVEN <hostPath> holding two models of the previous layout and a partial download it left
     parent, (rel_a, rel_b, rel_c) = legacy_parent(tmp_path, "a", "b", "c")
-    partial = parent / "s3--bucket--left" / f"latest{cache.PARTIAL_SUFFIX}"
+    partial = parent / "s3--bucket--left" / f"latest{layout.PARTIAL_SUFFIX}"
     partial.mkdir(parents=True)
     (partial / "w.bin").write_bytes(b"x" * 100)
     # AND a namespace's cache root, made by the agent, holding a model (its root carries the marker)
     result = run_agent("ensure", "--cache-root", parent / "team-a", "--model", json.dumps(local_model(tmp_path, "t")))
     assert result.returncode == 0, result.stderr
-    assert (parent / "team-a" / cache.ROOT_MARKER).is_file()
+    assert (parent / "team-a" / layout.ROOT_MARKER).is_file()
     # AND a namespace named like a source key: its marked root, and an unmarked one kubelet just created for a pod
     cache.ensure(str(parent / "s3--lookalike"), local_model(tmp_path, "l"))
     marked = rel_c.split("/")[0]  # laid out like the previous layout's models, but marked as a cache root
-    (parent / marked / cache.ROOT_MARKER).touch()
+    (parent / marked / layout.ROOT_MARKER).touch()
     (parent / "hf--fresh" / "local--fsx--m" / "latest").mkdir(parents=True)
     # AND entries it does not recognise: a file, a foreign directory, a link to a model of the previous layout
     # outside <hostPath>, and a source-key directory holding a link to one
@@ -79,10 +79,10 @@ def test_evict_legacy_evicts_the_previous_layouts_models_and_partials_and_nothin
     # AND every other entry is untouched, links not followed
     assert {name: tree(parent / name) for name in keep} == keep
     assert (parent / "README").read_text() == "ours" and (parent / "s3--link").is_symlink()
-    assert tree(outside) == outside_before and cache.is_complete(str(outside / rel_o))
+    assert tree(outside) == outside_before and layout.is_complete(str(outside / rel_o))
     # AND it printed one line per evicted or skipped entry
     lines = set(result.stdout.splitlines())
-    assert {f"evicted {rel_a}", f"evicted {rel_b}", f"evicted s3--bucket--left/latest{cache.PARTIAL_SUFFIX}",
+    assert {f"evicted {rel_a}", f"evicted {rel_b}", f"evicted s3--bucket--left/latest{layout.PARTIAL_SUFFIX}",
             "skipped team-a: a cache root",
             "skipped s3--lookalike: a cache root", f"skipped {marked}: a cache root",
             "skipped hf--fresh: not a model directory of the previous layout",
@@ -95,19 +95,19 @@ def test_evict_legacy_skips_a_leased_or_locked_model_and_evicts_it_once_free_the
     # GIVEN two models of the previous layout: one leased by a pod (the same lease files), one another agent holds
     # the lock of (a hit in progress)
     parent, (leased, locked) = legacy_parent(tmp_path, "leased", "locked")
-    cache.touch_lease(str(parent / leased), "pod-1")
-    with cache.model_lock(str(parent), locked, exclusive=False):
+    leases.touch_lease(str(parent / leased), "pod-1")
+    with layout.model_lock(str(parent), locked, exclusive=False):
         # WHEN evict-legacy runs
         result = evict(parent)
 
     # THEN both are kept and reported, and it exits 0
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == sorted([f"skipped {leased}: leased by pod-1", f"skipped {locked}: in use"])
-    assert cache.is_complete(str(parent / leased)) and cache.is_complete(str(parent / locked))
+    assert layout.is_complete(str(parent / leased)) and layout.is_complete(str(parent / locked))
 
     # WHEN the lease has expired and the lock is free, and it runs again
     old = time.time() - 3600
-    os.utime(parent / leased / cache.LEASES / "pod-1", (old, old))
+    os.utime(parent / leased / layout.LEASES / "pod-1", (old, old))
     again = evict(parent)
 
     # THEN both are evicted
@@ -165,4 +165,4 @@ def test_evict_legacy_refuses_a_linked_trash_naming_it(tmp_path):
     result = evict(parent)
     assert result.returncode == 1
     assert ".trash must be a real directory" in result.stderr
-    assert (victim / "keep").is_dir() and cache.is_complete(str(parent / rel))
+    assert (victim / "keep").is_dir() and layout.is_complete(str(parent / rel))

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from hyperpod_inference.nvme_agent import cache, model_relative_dir, required_modules
+from hyperpod_inference.nvme_agent import cache, layout, model_relative_dir, required_modules
 
 from .conftest import run_agent
 
@@ -29,6 +29,10 @@ def make_tree(base):
 
 def spec_of(path):
     return {"source": "local", "path": str(path)}
+
+
+def local_spec(src, mount):
+    return {"source": "local", "path": str(src), "mount": str(mount)}
 
 
 def test_spec_layout_and_no_required_modules():
@@ -73,7 +77,7 @@ def test_warm_hit_does_not_read_the_source(tmp_path):
     make_tree(src)
     root = tmp_path / "nvme"
     final = cache.ensure(str(root), spec_of(src))
-    before = cache.last_used(final)
+    before = layout.last_used(final)
 
     # WHEN the source file system is gone (unmounted) and ensure runs again
     os.rename(src, tmp_path / "fsx" / "moved")
@@ -82,7 +86,7 @@ def test_warm_hit_does_not_read_the_source(tmp_path):
     # THEN it is a cache hit: success, same directory, LRU timestamp updated
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == final
-    assert cache.last_used(final) >= before
+    assert layout.last_used(final) >= before
 
 
 def test_verify_detects_corrupted_cache_file_and_ensure_recopies(tmp_path):
@@ -102,7 +106,7 @@ def test_verify_detects_corrupted_cache_file_and_ensure_recopies(tmp_path):
     # THEN it reports exactly that file (exit 5) and unmarks the model
     assert result.returncode == 5, result.stderr
     assert json.loads(result.stdout) == {"state": "corrupt", "corrupt": ["model-00001.safetensors"]}
-    assert not cache.is_complete(final)
+    assert not layout.is_complete(final)
     # AND the next ensure copies it again and the model verifies
     cache.ensure(str(root), spec_of(src))
     assert open(path, "rb").read() == files["model-00001.safetensors"]
@@ -185,66 +189,60 @@ def test_a_link_to_the_root_directory_is_refused_before_anything_is_copied(tmp_p
     assert not (tmp_path / "nvme").exists() or not list((tmp_path / "nvme").rglob("*.partial"))
 
 
-def test_warm_turns_garbage_collection_back_on_for_its_loop(tmp_path):
-    # GIVEN the collector off, as `python -m nvme_agent` starts every command, and a models file with one local model
-    import gc
-
-    from hyperpod_inference.nvme_agent import cli
-
-    src = tmp_path / "fsx" / "model"
+def test_a_local_link_escaping_the_mount_fails_the_plan_naming_it(tmp_path):
+    # GIVEN a model directory on the node mount with a link to a secret outside the mount
+    mount = tmp_path / "fsx"
+    src = mount / "models" / "m"
     src.mkdir(parents=True)
     (src / "config.json").write_text("{}")
-    models = tmp_path / "models.json"
-    models.write_text(json.dumps([{"source": "local", "path": str(src)}]))
-    gc.disable()
-    try:
-        # WHEN `warm` runs a cycle
-        code = cli.main(["warm", "--cache-root", str(tmp_path / "nvme"), "--models-file", str(models), "--once"])
-
-        # THEN the model is warm and the loop runs with the collector on (a one-shot command leaves it off)
-        assert code == 0
-        assert gc.isenabled()
-    finally:
-        gc.enable()
-        gc.unfreeze()
-
-
-def test_warm_re_hashes_a_complete_models_content_at_start_and_fetches_a_corrupt_one_again(tmp_path):
-    # GIVEN a complete model whose weights were overwritten in place with same-size garbage (its structure, which a
-    # hit checks, is intact)
-    src = tmp_path / "fsx" / "m"
-    files = make_tree(src)
+    secret = tmp_path / "etc" / "shadow"
+    secret.parent.mkdir()
+    secret.write_text("root:$6$secret")
+    (src / "tokenizer.json").symlink_to(secret)
     root = tmp_path / "nvme"
-    final = cache.ensure(str(root), spec_of(src))
-    path = os.path.join(final, "model-00001.safetensors")
-    with open(path, "r+b") as fh:
-        fh.write(b"\0" * 64)
-    assert cache.is_complete(final)
-    models = tmp_path / "models.json"
-    models.write_text(json.dumps([spec_of(src)]))
 
-    # WHEN the warm DaemonSet starts (one cycle)
-    result = run_agent("warm", "--cache-root", root, "--models-file", models, "--once")
+    # WHEN the agent ensures it
+    result = run_agent("ensure", "--cache-root", root, "--model", json.dumps(local_spec(src, mount)))
 
-    # THEN it re-hashed the content, found the garbage, and fetched the model again
-    assert result.returncode == 0, result.stderr
-    assert "content check failed (model-00001.safetensors)" in result.stderr
-    assert open(path, "rb").read() == files["model-00001.safetensors"]
+    # THEN it fails naming the link and its target, and copied nothing
+    assert result.returncode == 1
+    assert f"tokenizer.json is a link to {secret}, outside the mount {mount}" in result.stderr
+    assert not [p for p in root.rglob("*") if p.is_file() and ".locks" not in p.parts and p.name != layout.ROOT_MARKER]
 
 
-def test_not_enough_space_names_this_roots_usage_and_the_rest_of_the_disk(tmp_path):
-    # GIVEN a 1,000-byte model, and a disk of 10,000 bytes of which other roots use 9,500 besides this root's files
+def test_a_local_link_inside_the_mount_is_copied_as_a_regular_file(tmp_path):
+    # GIVEN a model whose weights are links to blobs elsewhere on the same mount (a Hub-style snapshot), and a
+    # directory link inside the mount
+    mount = tmp_path / "fsx"
+    blobs = mount / "blobs"
+    blobs.mkdir(parents=True)
+    (blobs / "abc").write_bytes(b"weights")
+    (blobs / "tok").mkdir()
+    (blobs / "tok" / "vocab.txt").write_bytes(b"vocab")
+    src = mount / "models" / "m"
+    src.mkdir(parents=True)
+    (src / "model.safetensors").symlink_to("../../blobs/abc")
+    (src / "tokenizer").symlink_to(blobs / "tok", target_is_directory=True)
+    root = tmp_path / "nvme"
+
+    # WHEN the agent ensures it
+    final = cache.ensure(str(root), local_spec(src, mount))
+
+    # THEN the links' targets are copied as regular files under the links' names
+    assert not os.path.islink(os.path.join(final, "model.safetensors"))
+    assert open(os.path.join(final, "model.safetensors"), "rb").read() == b"weights"
+    assert not os.path.islink(os.path.join(final, "tokenizer"))
+    assert open(os.path.join(final, "tokenizer", "vocab.txt"), "rb").read() == b"vocab"
+    assert cache.verify(str(root), local_spec(src, mount)) == ("ok", [])
+
+
+def test_without_a_mount_local_links_must_stay_inside_the_model_path(tmp_path):
+    # GIVEN a local spec without "mount" and a link to a file beside the model directory
     src = tmp_path / "fsx" / "m"
     src.mkdir(parents=True)
-    (src / "w.bin").write_bytes(os.urandom(1000))
-    root = str(tmp_path / "nvme")
+    (tmp_path / "fsx" / "beside").write_text("x")
+    (src / "w.bin").symlink_to(tmp_path / "fsx" / "beside")
 
-    def usage(path):
-        ours = cache._tree_bytes(path)
-        return 10_000 - 9_500 - ours, 10_000
-
-    cache.disk_usage_hook = usage
-
-    # WHEN the agent ensures the model THEN it fails naming both usages
-    with pytest.raises(cache.InsufficientSpace, match=r"this cache root 0 bytes, the rest of the disk .* 9500 bytes"):
-        cache.ensure(root, spec_of(src))
+    # WHEN / THEN the plan fails naming the link
+    with pytest.raises(RuntimeError, match="w.bin is a link to .*outside the mount"):
+        cache.ensure(str(tmp_path / "nvme"), {"source": "local", "path": str(src)})

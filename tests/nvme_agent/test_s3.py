@@ -14,7 +14,8 @@ import zlib
 import pytest
 from boto3.s3.transfer import TransferConfig
 
-from hyperpod_inference.nvme_agent import cache, checksums, model_relative_dir, s3_source
+from hyperpod_inference.nvme_agent import cache, checksums, errors, layout, model_relative_dir, s3_source, space
+from hyperpod_inference.nvme_agent.config import AgentConfig
 
 from .conftest import free_port, run_agent
 
@@ -128,7 +129,7 @@ def test_warm_hit_needs_no_network_and_updates_last_used(s3, bucket, tmp_path, a
     root = tmp_path / "nvme"
     spec = spec_of(bucket)
     final = cache.ensure(str(root), spec)
-    before = cache.last_used(final)
+    before = layout.last_used(final)
 
     # WHEN ensure runs again with S3 unreachable (endpoint pointing at a closed port)
     env = dict(aws_env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}")
@@ -137,7 +138,7 @@ def test_warm_hit_needs_no_network_and_updates_last_used(s3, bucket, tmp_path, a
     # THEN it succeeds from the cache and records the use for LRU
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == final
-    assert cache.last_used(final) >= before
+    assert layout.last_used(final) >= before
 
 
 def test_leftover_partial_is_resumed_and_bad_files_refetched(s3, bucket, tmp_path, s3_gets):
@@ -154,7 +155,7 @@ def test_leftover_partial_is_resumed_and_bad_files_refetched(s3, bucket, tmp_pat
     (partial / "model-00001.safetensors").write_bytes(bytes(bad))
     (partial / "model-00001.safetensors.a1B2c3").write_bytes(b"half a download")
     # AND a reader sees no model while only the partial exists
-    assert not cache.is_complete(str(root / model_relative_dir(spec)))
+    assert not layout.is_complete(str(root / model_relative_dir(spec)))
 
     # WHEN the agent ensures the model
     final = cache.ensure(str(root), spec)
@@ -182,7 +183,7 @@ def test_verify_detects_corruption_and_next_ensure_fetches_the_model_into_a_fres
         fh.seek(10)
         fh.write(b"\x00\x01\x02")
     # AND the fast path trusts the marker (no re-hashing on a hit)
-    assert cache.is_complete(final)
+    assert layout.is_complete(final)
 
     # WHEN verify runs
     result = run_agent("verify", "--cache-root", root, "--model", json.dumps(spec), env=os.environ.copy())
@@ -190,7 +191,7 @@ def test_verify_detects_corruption_and_next_ensure_fetches_the_model_into_a_fres
     # THEN it reports the corrupt file and unmarks the model
     assert result.returncode == 5, result.stderr
     assert json.loads(result.stdout) == {"state": "corrupt", "corrupt": ["model-00001.safetensors"]}
-    assert not cache.is_complete(final)
+    assert not layout.is_complete(final)
     # AND the next ensure fetches the model again (a published directory without a valid completion record is never
     # resumed: the model server may have written into it) and the model is whole again
     cache.ensure(str(root), spec)
@@ -222,12 +223,12 @@ def test_watermark_percent_counts_against_free_space(s3, bucket, tmp_path):
     put_model(s3, bucket)
     root = tmp_path / "nvme"
     root.mkdir()
-    cache.disk_usage_hook = lambda _root: (300_000, 400_000)
+    space.disk_usage_hook = lambda _root: (300_000, 400_000)
 
     # WHEN ensuring with --min-free-percent 50 semantics
     # THEN the agent refuses (203 kB needed, 200 kB must stay free of 300 kB available)
-    with pytest.raises(cache.InsufficientSpace, match="watermark of 200000 bytes"):
-        cache.ensure(str(root), spec_of(bucket), cache.AgentConfig(min_free_percent=50))
+    with pytest.raises(errors.InsufficientSpace, match="watermark of 200000 bytes"):
+        cache.ensure(str(root), spec_of(bucket), AgentConfig(min_free_percent=50))
     assert not list(root.rglob(".complete"))
 
 
@@ -266,7 +267,7 @@ def test_the_agents_client_leaves_response_timestamps_unparsed(s3, bucket):
     s3.put_object(Bucket=bucket, Key="qwen/config.json", Body=b"{}")
 
     # WHEN the agent's client lists it and HEADs it
-    client = s3_source.s3_client(cache.AgentConfig(), spec_of(bucket))
+    client = s3_source.s3_client(AgentConfig(), spec_of(bucket))
     listed = client.list_objects_v2(Bucket=bucket, Prefix="qwen/")["Contents"][0]
     head = client.head_object(Bucket=bucket, Key="qwen/config.json")
 
@@ -280,14 +281,14 @@ def test_each_file_is_looked_up_right_before_its_gets_and_files_go_in_order(s3, 
     files = put_model(s3, bucket)
 
     # WHEN one transfer thread downloads it
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.AgentConfig(concurrency=1))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), AgentConfig(concurrency=1))
 
     # THEN one listing, then per file in path order its HEAD and then its GET: a file's bytes are on their way
     # before the next file is looked up (no HEAD-everything phase before the first GET)
     names = sorted(files)
     assert s3_requests == [("ListObjectsV2", ""), *[(op, n) for n in names for op in ("HeadObject", "GetObject")]]
     # AND the manifest has the checksums those HEADs gave (MD5 ETags here)
-    assert {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]} == dict.fromkeys(names, "md5")
+    assert {f["path"]: f["checksum"]["algo"] for f in layout.read_manifest(final)["files"]} == dict.fromkeys(names, "md5")
 
 
 @pytest.mark.parametrize("endpoint", ["answers-parts", "moto"])
@@ -300,7 +301,7 @@ def test_a_multipart_objects_part_size_comes_with_its_first_part(s3, bucket, tmp
     data = upload_3_parts(s3, bucket, "qwen/w.safetensors", tmp_path)
 
     # WHEN one transfer thread downloads it
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.AgentConfig(concurrency=1))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), AgentConfig(concurrency=1))
 
     # THEN the part size comes from GETting part 1, whose bytes are the file's first range: no HEAD for the part size
     # and one GET per part in all; where the answer is not part 1's range, that GET is dropped for a HEAD of part 1
@@ -311,7 +312,7 @@ def test_a_multipart_objects_part_size_comes_with_its_first_part(s3, bucket, tmp
     assert s3_requests == [("ListObjectsV2", ""), ("HeadObject", "w.safetensors"), *parts]
     # AND either way the file is whole and was verified per 5 MiB part
     assert open(os.path.join(final, "w.safetensors"), "rb").read() == data
-    [entry] = cache.read_manifest(final)["files"]
+    [entry] = layout.read_manifest(final)["files"]
     assert entry["checksum"]["algo"] == "s3-multipart-md5"
     assert entry["checksum"]["partSize"] == 5 * MiB
 
@@ -323,7 +324,7 @@ def test_a_kept_part_one_response_serves_only_that_range_and_is_closed_otherwise
         def close(self):
             self.closed = True
 
-    job = s3_source._FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), cache.AgentConfig())
+    job = s3_source._FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), AgentConfig())
     # a response for bytes [0, 4) serves the range [0, 4) once
     kept = {"Body": Body()}
     job.first = (kept, 4)
@@ -480,7 +481,7 @@ def test_reads_stay_within_the_read_size_in_a_larger_buffer_kept_from_before(s3,
     sizes = []
     response_reads.intercept(lambda data, length: sizes.append(len(data)) or data)
     # WHEN the agent downloads with 64 KiB reads
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.AgentConfig(read_size=65536))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), AgentConfig(read_size=65536))
     # THEN no read is larger than 64 KiB, and the files are whole
     assert kept and max(sizes) == 65536
     for name, data in files.items():
@@ -754,12 +755,12 @@ def test_streaming_download_verifies_in_flight_without_reading_files_back(s3, bu
     spec = spec_of(bucket, "mix/")
 
     # WHEN the agent downloads them while reading a file back for hashing would fail
-    final = cache.ensure(str(tmp_path / "nvme"), spec, cache.AgentConfig(chunk_size=4 * MiB))
+    final = cache.ensure(str(tmp_path / "nvme"), spec, AgentConfig(chunk_size=4 * MiB))
 
     # THEN the model is complete and correct: every checksum was computed while streaming
     for name, data in files.items():
         assert open(os.path.join(final, name), "rb").read() == data
-    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]}
+    algos = {f["path"]: f["checksum"]["algo"] for f in layout.read_manifest(final)["files"]}
     assert algos == {"config.json": "md5", "generation_config.json": "sha256", "w.safetensors": "s3-multipart-md5"}
     assert not [n for n in os.listdir(final) if n.endswith(".download")]
 
@@ -787,9 +788,9 @@ def test_persistent_corruption_fails_with_exit_5_and_marks_nothing(s3, bucket, t
     response_reads.intercept(lambda data, length: bytes([data[0] ^ 1]) + data[1:])
 
     # WHEN the agent ensures the model THEN verification fails after the retries, nothing is complete or left over
-    with pytest.raises(cache.VerificationFailed):
+    with pytest.raises(errors.VerificationFailed):
         cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
-    assert cache.VerificationFailed.exit_code == 5
+    assert errors.VerificationFailed.exit_code == 5
     assert not list((tmp_path / "nvme").rglob(".complete"))
     assert not list((tmp_path / "nvme").rglob("*.download"))
 
@@ -807,7 +808,7 @@ def test_broken_stream_is_resumed_by_fetching_the_range_again(s3, bucket, tmp_pa
     response_reads.intercept(break_second_read)
 
     # WHEN the agent downloads with small reads (so the break happens mid-file)
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), cache.AgentConfig(read_size=65536, concurrency=1))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket), AgentConfig(read_size=65536, concurrency=1))
 
     # THEN the broken range was requested once more and every file is correct
     assert len(calls) > 2
@@ -877,7 +878,7 @@ def test_connections_are_reused_after_fully_read_responses(keep_alive_s3, tmp_pa
     # public read path, on the opt-in fast one, and in page-cache mode, which reads with StreamingBody.read)
     endpoint, data, connections, _ = keep_alive_s3
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    settings = cache.AgentConfig(concurrency=1, chunk_size=MiB, fast_read=fast_read,
+    settings = AgentConfig(concurrency=1, chunk_size=MiB, fast_read=fast_read,
                                           direct_io=direct_io)
     entry = crc32_entry(data)
     done = []
@@ -922,7 +923,7 @@ def test_a_checksum_mismatch_botocore_finds_while_reading_fetches_the_range_agai
             return {"Body": Body(broken=len(gets) == 1), "ContentRange": f"bytes 0-{len(data) - 1}/{len(data)}",
                     "ContentLength": len(data)}
 
-    settings = cache.AgentConfig()
+    settings = AgentConfig()
     job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": {"algo": "size"}},
                              str(tmp_path), settings)
     job.open()
@@ -943,7 +944,7 @@ def test_an_endpoint_that_ignores_range_headers_fails_the_file_instead_of_corrup
     endpoint, data, _, options = keep_alive_s3
     options["ignore_range"] = True
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    settings = cache.AgentConfig(concurrency=1, chunk_size=MiB)
+    settings = AgentConfig(concurrency=1, chunk_size=MiB)
     done = []
 
     # WHEN the agent downloads it THEN the file fails, naming the range and the cause, and nothing is in place
@@ -978,7 +979,7 @@ def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, m
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     assert not checksums.matches(str(path), {"size": len(data), "checksum": checksum})
     # AND the streaming downloader hashes one range per part and combines them to the same value
-    settings = cache.AgentConfig(chunk_size=MiB)
+    settings = AgentConfig(chunk_size=MiB)
     job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": checksum}, str(tmp_path),
                              settings)
     assert job.ranges == [(0, 4 * MiB), (4 * MiB, 8 * MiB), (8 * MiB, 10 * MiB)]
@@ -1016,12 +1017,12 @@ def test_crc32_is_preferred_over_md5_and_verified_in_flight(s3_crc, s3, bucket, 
     files = put_crc_model(s3_crc, s3, bucket, tmp_path)
 
     # WHEN the agent downloads them while reading a file back for hashing would fail
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"), cache.AgentConfig(chunk_size=4 * MiB))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"), AgentConfig(chunk_size=4 * MiB))
 
     # THEN every file is correct, and the manifest records CRC32 where S3 has one and MD5 where it does not
     for name, data in files.items():
         assert open(os.path.join(final, name), "rb").read() == data
-    checks = {f["path"]: f["checksum"] for f in cache.read_manifest(final)["files"]}
+    checks = {f["path"]: f["checksum"] for f in layout.read_manifest(final)["files"]}
     assert checks["tokenizer.json"]["algo"] == "crc32"
     assert checks["tokenizer.json"]["value"] == base64.b64encode(
         zlib.crc32(files["tokenizer.json"]).to_bytes(4, "big")).decode()
@@ -1070,7 +1071,7 @@ def test_byte_flipped_in_crc32_verified_objects_is_caught_and_fetched_again(s3_c
     assert s3_gets["config.json"] == 1
     for name, data in files.items():
         assert open(os.path.join(final, name), "rb").read() == data
-    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]}
+    algos = {f["path"]: f["checksum"]["algo"] for f in layout.read_manifest(final)["files"]}
     assert algos == {"config.json": "md5", "tokenizer.json": "crc32", "w.safetensors": "s3-composite"}
 
 
@@ -1087,11 +1088,11 @@ def test_crc64nvme_and_crc32c_objects_are_verified_in_flight(s3_crc, bucket, tmp
     response_reads.intercept(flip_a_bit_once(flipped))
 
     # WHEN the agent downloads the model in 4 MiB ranges
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "n/"), cache.AgentConfig(chunk_size=4 * MiB))
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "n/"), AgentConfig(chunk_size=4 * MiB))
 
     # THEN each object was verified by its own CRC, computed while streaming (range CRCs combined for the big one),
     # the corrupted object alone was fetched again (4 ranges, twice), and every file is correct
-    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]}
+    algos = {f["path"]: f["checksum"]["algo"] for f in layout.read_manifest(final)["files"]}
     assert algos == {"config.json": "crc64nvme", "tokenizer.json": "crc32c", "w.safetensors": "crc64nvme"}
     assert flipped
     assert s3_gets["w.safetensors"] == 8
@@ -1121,7 +1122,7 @@ def test_object_without_additional_checksum_is_verified_by_md5(s3, bucket, tmp_p
     final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket))
 
     # THEN they were verified by MD5 (ETag / multipart ETag) and nothing else
-    algos = {f["path"]: f["checksum"]["algo"] for f in cache.read_manifest(final)["files"]}
+    algos = {f["path"]: f["checksum"]["algo"] for f in layout.read_manifest(final)["files"]}
     assert algos == {"config.json": "md5", "tokenizer.json": "md5", "w.safetensors": "s3-multipart-md5"}
     assert set(hashed) == {"md5"}
     for name, data in files.items():
@@ -1231,7 +1232,7 @@ def test_crc32c_without_awscrt_fails_naming_the_module(monkeypatch):
 @pytest.mark.parametrize("name", ["read_size", "write_size"])
 def test_io_sizes_below_a_page_are_refused_naming_the_setting(name):
     with pytest.raises(ValueError, match=f"{name.replace('_', ' ')} must be at least 4096, got 100"):
-        cache.AgentConfig(**{name: 100})
+        AgentConfig(**{name: 100})
 
 
 def test_objects_verified_by_size_only_get_a_recorded_crc32_that_verify_checks(s3, bucket, tmp_path, monkeypatch):
@@ -1242,7 +1243,7 @@ def test_objects_verified_by_size_only_get_a_recorded_crc32_that_verify_checks(s
     final = cache.ensure(root, spec_of(bucket))
 
     # THEN the manifest records a CRC32 of the bytes written for each of them
-    recorded = {f["path"]: f["checksum"] for f in cache.read_manifest(final)["files"]}
+    recorded = {f["path"]: f["checksum"] for f in layout.read_manifest(final)["files"]}
     for name, data in files.items():
         crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
         assert recorded[name] == {"algo": "size", "recorded": {"algo": "crc32", "value": crc}}

@@ -1,13 +1,17 @@
-"""The agent as the pods run it: the stripped, compressed bundle through the chart's inline bootstrap."""
+"""The agent as the pods run it: a self-contained flat package, shipped as the stripped, compressed bundle through the
+chart's inline bootstrap."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
+from hyperpod_inference import nvme_agent
 from hyperpod_inference.charts.agent_bundle import (
     BOOTSTRAP,
     agent_bundle,
@@ -15,7 +19,7 @@ from hyperpod_inference.charts.agent_bundle import (
     bundle_of,
     shipped_source_files,
 )
-from hyperpod_inference.nvme_agent import model_relative_dir
+from hyperpod_inference.nvme_agent import agent_source_files, model_relative_dir
 
 from .conftest import agent_env
 from .test_hf import make_repo
@@ -82,3 +86,28 @@ def test_a_code_hash_mismatch_refuses_to_run(tmp_path):
     ok = bootstrap(bundle, hashlib.sha256(bundle.read_bytes()).hexdigest(), "check", "--cache-root",
                    tmp_path / "nvme", "--models-file", os.devnull, cwd=tmp_path)
     assert ok.returncode == 0 and marker.exists(), ok.stderr
+
+
+def test_agent_source_files_is_a_self_contained_flat_package():
+    # GIVEN the files that go into the ConfigMap
+    files = agent_source_files()
+    here = os.path.dirname(nvme_agent.__file__)
+
+    # THEN they are every .py file of the package, with valid ConfigMap keys, and nothing else is in the package
+    assert "__main__.py" in files and "__init__.py" in files
+    assert set(files) == {n for n in os.listdir(here) if n.endswith(".py")}
+    assert not [n for n in os.listdir(here) if n != "__pycache__" and not n.endswith(".py")]
+    assert all(re.fullmatch(r"[-._a-zA-Z0-9]+", k) for k in files)
+    # AND they import only the stdlib, botocore, huggingface_hub, awscrt and isal (optional:
+    # imported in a try / except ImportError), and each other (relatively)
+    allowed_third_party = {"botocore", "huggingface_hub", "awscrt", "isal"}
+    import sys
+    for name, source in files.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) else [])
+            for mod in mods:
+                top = mod.split(".")[0]
+                assert top in sys.stdlib_module_names or top in allowed_third_party, (name, mod)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from hyperpod_inference.nvme_agent import cache, model_relative_dir
+from hyperpod_inference.nvme_agent import cache, layout, model_relative_dir
 
 from .conftest import AGENT_PARENT, FAKE_AWS, agent_env, run_agent
 from .fake_hub import Repo
@@ -67,7 +67,7 @@ def test_sigterm_mid_s3_download_stops_within_5s_and_the_next_run_reuses_the_fin
     stall_s3.stall_after["m/model.safetensors"] = MiB
     spec = {"source": "s3", "bucket": "models", "prefix": "m/", "region": "us-east-1"}
     root = tmp_path / "nvme"
-    partial = root / (model_relative_dir(spec) + cache.PARTIAL_SUFFIX)
+    partial = root / (model_relative_dir(spec) + layout.PARTIAL_SUFFIX)
     env = agent_env(dict(FAKE_AWS, AWS_ENDPOINT_URL=stall_s3.url, AWS_CONFIG_FILE=str(tmp_path / "none"),
                          AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none")))
     proc = start(["ensure", "--cache-root", root, "--model", json.dumps(spec)], env)
@@ -100,7 +100,7 @@ def test_sigterm_mid_hub_download_stops_within_5s_and_the_next_run_reuses_the_fi
     hub.stall_after["model.safetensors"] = 64 * 1024
     spec = {"source": "huggingface", "modelId": repo.repo_id, "revision": COMMIT}
     root = tmp_path / "nvme"
-    partial = root / (model_relative_dir(spec) + cache.PARTIAL_SUFFIX)
+    partial = root / (model_relative_dir(spec) + layout.PARTIAL_SUFFIX)
     proc = start(["ensure", "--cache-root", root, "--model", json.dumps(spec), "--concurrency", "1"],
                  agent_env(hf_env))
     assert hub.stalled.wait(30)
@@ -149,7 +149,7 @@ def test_sigterm_mid_local_copy_stops_within_5s_and_the_next_run_completes(tmp_p
     (src / "model.safetensors").write_bytes(os.urandom(4 * MiB))
     spec = {"source": "local", "path": str(src)}
     root = tmp_path / "nvme"
-    partial = root / (model_relative_dir(spec) + cache.PARTIAL_SUFFIX)
+    partial = root / (model_relative_dir(spec) + layout.PARTIAL_SUFFIX)
     marker = tmp_path / "stalled"
     proc = start(["ensure", "--cache-root", root, "--model", json.dumps(spec), "--concurrency", "1"],
                  agent_env({"STALL_MARKER": str(marker)}), [sys.executable, "-c", STALLING_LOCAL_AGENT])
