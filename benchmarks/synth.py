@@ -186,9 +186,9 @@ around its process provider, 3 runs at load 4-8, CPU seconds): importing the lib
 3-4 (its pydantic config models 0.5-0.75 s); building, 419 kernel round trips, 107 of them object creations, which
 take most of the kernel's 1.1-1.7 s because the first instance of each class loads its JS (the kubectl layer with
 its asset, the first `KubernetesManifest` with the kubectl provider's nested stack), and 0.6-0.8 s of Python (0.07 s
-of it stripping the agent's source); synthesis, 170 round trips (84 of them reading one construct path while
-registering Kubernetes objects) and 1.2-1.3 s in the kernel (cdk-nag over 95 resources, the cdk8s charts, the
-templates). The hand-written and imported-template floors pay the first uses, the kubectl provider and cdk-nag too."""
+of it stripping the agent's source); synthesis, 86 round trips and 1.2-1.3 s in the kernel (cdk-nag over 95
+resources, the cdk8s charts, the templates). The hand-written and imported-template floors pay the first uses,
+the kubectl provider and cdk-nag too."""
 COUNTERS = ["phase:Load", "phase:Construction", "phase:Synthesis", "validateTemplates", "fs.copyFileSync"]
 
 
