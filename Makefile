@@ -1,5 +1,5 @@
 # make synth: venv + CDK CLI + synth of the default hyperpod.yaml (no AWS account needed)
-# make test:  venv + CDK CLI + the whole test suite
+# make test:  venv + CDK CLI + the whole test suite (PYTEST_WORKERS=0: in one process)
 # make init HYPERPOD_CLUSTER=<name> [REGION=...] [INIT_OUTPUT=my-cluster.yaml]: a starter config from a real cluster
 # make doctor CONFIG=<file>: read-only checks of the account and the cluster; make bootstrap / deploy / destroy
 #   CONFIG=<file>: the CDK CLI with the venv's Python and the pinned Node.js, from any shell
@@ -20,6 +20,9 @@ export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 CONFIG ?= hyperpod.yaml
 OUT ?= cdk.out
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test` (one per core; 0 runs the suite in one process); each test file runs whole on
+# one worker, so a file's shared synths are made once
+PYTEST_WORKERS ?= auto
 HYPERPOD_CLUSTER ?=
 REGION ?=
 INIT_OUTPUT ?= my-cluster.yaml
@@ -77,7 +80,7 @@ destroy: $(STAMP) $(NPM_STAMP)
 
 test: deps
 	$(BIN)/ruff check hyperpod_inference tests benchmarks tools
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check hyperpod_inference tests benchmarks
