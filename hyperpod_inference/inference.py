@@ -300,6 +300,11 @@ class HyperPodInference(Construct):
         return tuple(self._plans)
 
     @property
+    def shared(self) -> SharedPlan:
+        """What the endpoints share (reading it seals this construct, as synth does: no endpoint can be added)."""
+        return self._seal()
+
+    @property
     def units(self) -> list[ManifestUnit]:
         self._seal()
         return list(self.delivery.units.values())

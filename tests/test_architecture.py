@@ -325,3 +325,15 @@ def test_the_checker_allows_every_arrow_the_table_allows(tmp_path):
     })
     # THEN nothing is reported
     assert violations(root) == []
+
+
+def test_the_facade_stays_a_facade():
+    # GIVEN inference.py / THEN HyperPodInference is at most 350 lines (the composition lives in assembly/), and
+    # what add_endpoint returns is frozen
+    tree = ast.parse((PACKAGE_DIR / "inference.py").read_text())
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    facade = classes["HyperPodInference"]
+    assert facade.end_lineno - facade.lineno + 1 <= 350
+    (decorator,) = classes["InferenceEndpoint"].decorator_list
+    assert isinstance(decorator, ast.Call) and any(k.arg == "frozen" and k.value.value is True
+                                                   for k in decorator.keywords)

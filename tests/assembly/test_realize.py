@@ -24,7 +24,7 @@ def synthesized(request, tmp_path_factory):
 def test_every_unit_the_plan_names_is_delivered_and_no_other(synthesized):
     inference = synthesized
     plans = inference.plans
-    shared = inference._seal()
+    shared = inference.shared
     planned = {u for p in plans for u in (p.unit, *p.depends_on)}
     planned |= {g.unit for g in shared.warm_groups} | {c.unit for c, _ in shared.agent_code}
     delivered = {u.name for u in inference.units} - {"operator"}
@@ -35,7 +35,7 @@ def test_each_custom_resource_waits_for_exactly_the_units_its_plan_names(synthes
     units = {u.name: u for u in synthesized.units}
     for plan in synthesized.plans:
         assert units[plan.unit].depends_on == list(plan.depends_on), plan.label
-    for group in synthesized._seal().warm_groups:
+    for group in synthesized.shared.warm_groups:
         assert units[group.unit].depends_on == list(group.depends_on)
 
 
@@ -51,7 +51,7 @@ def test_each_piece_lies_in_the_stack_its_plan_names(synthesized):
     for plan in inference.plans:
         expected = inference.nested_stacks[plan.nested_stack] if plan.nested_stack else inference.stack
         assert stack_of(plan.unit) is expected, plan.label
-    for group in inference._seal().warm_groups:
+    for group in inference.shared.warm_groups:
         first = next(p for p in inference.plans if p.warm_unit == group.unit)
         assert stack_of(group.unit) is stack_of(first.unit)
 
