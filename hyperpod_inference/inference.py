@@ -249,12 +249,13 @@ class HyperPodInference(Construct):
     # ------------------------------------------------------------------------------------------------ at synth
     def _seal(self) -> SharedPlan:
         """Once every endpoint is added (at synth, or when the manifests are first read): the pieces the plan of
-        every endpoint shares (agent code, warm DaemonSets), then the ownership claim. No endpoint can be added
-        after this. Returns what the endpoints share."""
+        every endpoint shares (token syncs' grants, agent code, warm DaemonSets), then the ownership claim. No
+        endpoint can be added after this. Returns what the endpoints share."""
         if self._shared is not None:
             return self._shared
         self._sealed = True
         shared = self._shared = plan_shared(self._plans)
+        self.aws.grant_shared(shared)
         homes = {code.unit: self.homes.namespace_home(code.namespace, code.home) for code, _ in shared.agent_code}
         homes.update({g.unit: self.homes.home(g.scope_key) for g in shared.warm_groups})
         self.kubernetes.realize_shared(shared, homes)

@@ -33,7 +33,7 @@ from ..facts import naming
 from . import outputs
 from .delivery import ManifestUnit
 from .operator_install import OperatorInstall
-from .plan import EndpointPlan, ModelRead, PlanContext, RolePlan, SecretRead
+from .plan import EndpointPlan, ModelRead, PlanContext, RolePlan, SharedPlan
 from .review import with_placeholders
 
 
@@ -84,28 +84,24 @@ class AwsSide:
         self.capture: DataCaptureStorage | None = None
         self.capture_analytics: CaptureAnalytics | None = None
         self.domain: CustomDomain | None = None
-        #: token sync unit -> its reader role and the keys it already decrypts with
-        self._token_roles: dict[str, tuple[iam.IRole, set[SecretRead]]] = {}
+        #: token sync unit -> its reader role (its grants come from the shared plan: grant_shared)
+        self._token_roles: dict[str, iam.IRole] = {}
         self._durations: dict[int, cdk.Duration] = {}
 
     # ---------------------------------------------------------------------------------------------- endpoints
     def realize(self, plan: EndpointPlan, scope: Construct, home: Construct) -> AwsEndpoint:
-        """The AWS side of ``plan``: its roles in ``scope`` (a token sync's in ``home``, its stack's home), their
-        grants, the operator's grants, capture and domain."""
+        """The AWS side of ``plan``: its roles in ``scope`` (a token sync's in ``home``, its stack's home, on first
+        use), their grants (a token sync's: :meth:`grant_shared`), the operator's grants, capture and domain."""
         self.operator.endpoint_added(plan.endpoint)
         token_role = reader_role = None
         new_sync = False
         values: dict[str, Any] = {}
         if plan.token_sync is not None:
             sync = plan.token_sync
-            known = self._token_roles.get(sync.unit)
-            new_sync = known is None
-            if known is None:
-                known = self._token_roles[sync.unit] = (self.service_account_role(home, sync.role), set())
-            token_role, grants = known
-            if sync.grant not in grants:
-                grant_secret_read(token_role, secret_arn=sync.grant.secret_arn, kms_key_arn=sync.grant.kms_key_arn)
-                grants.add(sync.grant)
+            token_role = self._token_roles.get(sync.unit)
+            new_sync = token_role is None
+            if token_role is None:
+                token_role = self._token_roles[sync.unit] = self.service_account_role(home, sync.role)
             values["token_role_arn"] = self.manifest_role_arn(token_role)
         if plan.reader is not None:
             reader_role = self.service_account_role(scope, plan.reader.role)
@@ -121,6 +117,13 @@ class AwsSide:
             values.update(certificate_arn=domain.certificate_arn, hosted_zone_id=domain.hosted_zone_id,
                           tls_output_s3_uri=self.operator.tls_bucket.s3_uri)
         return AwsEndpoint(AwsValues(**values), reader_role, token_role, new_sync)
+
+    def grant_shared(self, shared: SharedPlan) -> None:
+        """Once every endpoint is added: each token sync's role reads its secret with every key an endpoint of the
+        sync names (the shared plan's ``token_grants``)."""
+        for unit, grants in shared.token_grants:
+            for grant in grants:
+                grant_secret_read(self._token_roles[unit], secret_arn=grant.secret_arn, kms_key_arn=grant.kms_key_arn)
 
     def service_account_role(self, scope: Construct, role: RolePlan) -> ServiceAccountRole:
         return ServiceAccountRole(scope, role.construct_id, oidc_provider_arn=self.oidc_provider_arn,

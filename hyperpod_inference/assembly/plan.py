@@ -14,6 +14,7 @@ jsii, no cdk8s), so wiring is tested in milliseconds.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -384,8 +385,6 @@ def model_spec(endpoint: Endpoint, region: str) -> dict[str, Any]:
 def fsx_node_model_path(endpoint: Endpoint) -> str:
     """``model.fsx.path`` under ``nodePath``, in one spelling (the config refuses ``.``/``..`` segments): repeated
     and trailing slashes go, so the agent's spec and cache directory do not depend on how the path was written."""
-    import posixpath
-
     fsx = endpoint.model.fsx
     assert fsx is not None and fsx.node_path
     return posixpath.normpath("/" + "/".join(p for p in f"{fsx.node_path}/{fsx.path}".split("/") if p))

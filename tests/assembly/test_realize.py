@@ -4,6 +4,7 @@ dependencies it names, and nothing else is (one synth per configuration)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import aws_cdk as cdk
 import pytest
@@ -61,3 +62,32 @@ def test_what_add_endpoint_returns_is_frozen_and_carries_its_plan(synthesized):
     assert added.plan is not None and added.plan.unit == added.chart_name
     with pytest.raises(dataclasses.FrozenInstanceError):
         added.verification = None  # type: ignore[misc]
+
+
+def test_a_token_syncs_role_decrypts_with_every_key_its_endpoints_name(tmp_path):
+    # GIVEN two endpoints of one namespace naming one Secrets Manager token with two different keys
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[2]
+    data = yaml.safe_load((repo / "hyperpod.yaml").read_text())
+    secret = "arn:aws:secretsmanager:us-west-2:111122223333:secret:hf-token-AbCdEf"
+    keys = [f"arn:aws:kms:us-west-2:111122223333:key/{n * 8}-{n * 4}-{n * 4}-{n * 4}-{n * 12}" for n in "12"]
+    first = copy.deepcopy(data["endpoints"][0])
+    first["model"]["huggingface"]["token"] = {"secretsManagerArn": secret, "kmsKeyArn": keys[0]}
+    second = copy.deepcopy(first) | {"name": "qwen-two", "sagemakerEndpointName": "qwen-two",
+                                     "domainName": "two.example.com"}
+    second["model"]["huggingface"]["token"] = {"secretsManagerArn": secret, "kmsKeyArn": keys[1]}
+    data["endpoints"] = [first, second]
+    synth = synth_config(data, tmp_path, nag=False)
+    (sync,) = {p.token_sync.unit for p in synth.stack.inference.plans}
+    # WHEN the app is synthesized / THEN the sync's one reader role reads the secret and decrypts with both keys
+    roles = [r for r in synth.resources("AWS::IAM::Role").values()
+             if "Reader for inference/" in r["Properties"].get("Description", "")]
+    assert len(roles) == 1
+    policies = [p["Properties"]["PolicyDocument"]["Statement"] for p in synth.resources("AWS::IAM::Policy").values()
+                if "Reader" in json.dumps(p["Properties"].get("Roles"))]
+    text = json.dumps(policies)
+    assert secret in text and all(k in text for k in keys), sync
