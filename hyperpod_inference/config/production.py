@@ -10,6 +10,11 @@ server applies the CRD's defaults to the rest.
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
+import itertools
+import textwrap
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, NamedTuple
 
@@ -41,14 +46,38 @@ class NoCrd(NamedTuple):
 CrdPaths = dict[str, "str | NoCrd"]
 
 
+@functools.cache
+def attribute_docstrings(cls: type) -> dict[str, str]:
+    """Field name -> the docstring written under it in ``cls``'s own body (``x: int`` and then a string on its own line), cleaned
+    as ``inspect.cleandoc`` does. Read from the source only when a schema is made, so that loading a config does not
+    parse the source of every model."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    return {prev.target.id: inspect.cleandoc(node.value.value) for prev, node in itertools.pairwise(body)
+            if isinstance(prev, ast.AnnAssign) and isinstance(prev.target, ast.Name) and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+
+
 def crd_schema_extra(schema: dict[str, Any], cls: type[BaseModel]) -> None:
-    """Schema data from a model's ``crd_paths`` table (for fields without ``crd()``): ``x-crd-path`` is the CRD path,
-    or null with ``x-crd-path-reason``. Descriptions come from attribute docstrings (``use_attribute_docstrings``)."""
+    """Schema data of a model: each field's description from its attribute docstring (in ``cls`` or the model it
+    inherits the field from) unless the field names one, and from the model's ``crd_paths`` table (for fields
+    without ``crd()``): ``x-crd-path`` is the CRD path, or null with ``x-crd-path-reason``."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if issubclass(klass, BaseModel) and klass is not BaseModel:
+            docs.update(attribute_docstrings(klass))
     table: CrdPaths = cls.__dict__.get("crd_paths", {})
     properties = schema.get("properties", {})
     for name, field in cls.model_fields.items():
         prop = properties.get(field.alias or name)
-        if prop is None or name not in table or "x-crd-path" in prop:
+        if prop is None:
+            continue
+        if field.description is None and name in docs:
+            prop["description"] = docs[name]
+        if name not in table or "x-crd-path" in prop:
             continue
         entry = table[name]
         if isinstance(entry, NoCrd):
@@ -57,7 +86,7 @@ def crd_schema_extra(schema: dict[str, Any], cls: type[BaseModel]) -> None:
             prop["x-crd-path"] = entry
 
 
-SCHEMA_DOCS: Any = {"use_attribute_docstrings": True, "json_schema_extra": crd_schema_extra}
+SCHEMA_DOCS: Any = {"json_schema_extra": crd_schema_extra}
 
 
 class _Strict(BaseModel):

@@ -339,3 +339,74 @@ def test_override_keys_with_dots_are_kept_whole():
                              specOverridesUnchecked=True))
     (warning,) = [w for w in endpoint_warnings(ep.endpoints[0]) if w.id == "specOverridesUnchecked"]
     assert "spec.kubernetes.podTemplateAnnotations.example.com/volumes" in warning.message
+
+
+def test_descriptions_come_from_attribute_docstrings_when_the_schema_is_made_as_pydantic_would_give_them():
+    # GIVEN the same models twice: on the config's base (docstrings read when a schema is made) and with pydantic's
+    # own use_attribute_docstrings: a docstring under a field, a field naming its own description, an inherited
+    # field, a field redefined with a new docstring, a nested model and a field with no docstring
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from hyperpod_inference.config.production import _Strict, attribute_docstrings
+
+    def family(base: type[BaseModel]) -> type[BaseModel]:
+        class Inner(base):  # type: ignore[misc, valid-type]
+            depth: int = 1
+            """How deep.
+
+            Indented second paragraph."""
+
+        class Parent(base):  # type: ignore[misc, valid-type]
+            kept: str = "a"
+            """Inherited as it is."""
+            redefined: str = "b"
+            """The parent's words."""
+
+        class Child(Parent):
+            redefined: str = "c"
+            """The child's words."""
+            named: int = Field(default=0, description="Its own description.")
+            """Not used: the field names one."""
+            bare: int = 0
+            inner: Inner | None = None
+            """The nested model."""
+
+        return Child
+
+    class Pydantic(BaseModel):
+        model_config = ConfigDict(alias_generator=_Strict.model_config["alias_generator"], extra="forbid",
+                                  use_attribute_docstrings=True)
+
+    ours, theirs = family(_Strict).model_json_schema(), family(Pydantic).model_json_schema()
+
+    # THEN every property and nested model has the description pydantic gives it, and none was read at class creation
+    def descriptions(schema: dict) -> dict[str, object]:
+        return {f"{name}.{key}": p.get("description") for name, d in [("Child", schema), *schema["$defs"].items()]
+                for key, p in d.get("properties", {}).items()}
+    assert descriptions(ours) == descriptions(theirs)
+    assert descriptions(ours)["Child.redefined"] == "The child's words."
+    assert descriptions(ours)["Child.named"] == "Its own description."
+    assert descriptions(ours)["Child.bare"] is None
+    assert descriptions(ours)["Inner.depth"] == "How deep.\n\nIndented second paragraph."
+    assert attribute_docstrings.cache_info().currsize > 0
+
+
+def test_loading_a_config_reads_no_model_source():
+    # GIVEN a fresh interpreter
+    import subprocess
+    import sys
+
+    code = ("import inspect, sys\n"
+            "calls = []\n"
+            "real = inspect.findsource\n"
+            "inspect.findsource = lambda obj: calls.append(obj) or real(obj)\n"
+            "from hyperpod_inference.config import load_config\n"
+            "load_config('hyperpod.yaml')\n"
+            "sys.exit(len(calls))\n")
+
+    # WHEN it imports the config models and loads hyperpod.yaml
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], timeout=120)
+
+    # THEN no source was read (inspect.findsource is under every inspect.getsource*: descriptions are read only
+    # when a schema is made)
+    assert done.returncode == 0
