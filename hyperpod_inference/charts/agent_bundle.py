@@ -13,6 +13,7 @@ import functools
 import hashlib
 import re
 import zlib
+from collections.abc import Iterator
 
 from ..nvme_agent import agent_source_files
 
@@ -35,13 +36,28 @@ _STRING_OR_COMMENT = re.compile("|".join([
 ]), re.S)
 
 
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _scopes(tree: ast.Module) -> Iterator[ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module and every class and function in it, found through statements only (a docstring is the first
+    statement of one of these; expressions, most of the tree, cannot hold one)."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        for field in _STATEMENT_LISTS:
+            todo.extend(getattr(node, field, ()))
+
+
 def strip_source(text: str) -> str:
     """``text`` without docstrings, comments and blank lines (outside strings); every other line is unchanged, so
     the code runs on any Python that runs the original."""
     replace: dict[int, str | None] = {}
-    for node in ast.walk(ast.parse(text)):
-        body = getattr(node, "body", None)
-        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) or not body:
+    for node in _scopes(ast.parse(text)):
+        body = node.body
+        if not body:
             continue
         first = body[0]
         if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):

@@ -50,6 +50,62 @@ def test_strip_source_drops_docstrings_comments_and_blank_lines_but_keeps_string
     assert namespace["X"] == "a\n\nb"
 
 
+def test_strip_source_drops_the_docstrings_of_classes_and_functions_nested_in_any_statement():
+    # GIVEN functions and classes defined inside if/else, try/except/finally, with, for, while and match blocks and
+    # inside one another, each with a docstring; and a string that is not a first statement
+    text = "\n".join([
+        "import contextlib",
+        "if True:",
+        "    def a():",
+        "        \"\"\"A.\"\"\"",
+        "        return 1",
+        "else:",
+        "    def b():",
+        "        \"\"\"B.\"\"\"",
+        "try:",
+        "    class C:",
+        "        \"\"\"C.\"\"\"",
+        "        def m(self):",
+        "            \"\"\"M.\"\"\"",
+        "            def inner():",
+        "                \"\"\"Inner.\"\"\"",
+        "            return 'not a docstring'",
+        "except ValueError:",
+        "    def e():",
+        "        \"\"\"E.\"\"\"",
+        "finally:",
+        "    def f():",
+        "        \"\"\"F.\"\"\"",
+        "with contextlib.nullcontext():",
+        "    async def g():",
+        "        \"\"\"G.\"\"\"",
+        "for _ in ():",
+        "    def h():",
+        "        \"\"\"H.\"\"\"",
+        "while False:",
+        "    def i():",
+        "        \"\"\"I.\"\"\"",
+        "match 1:",
+        "    case 1:",
+        "        def j():",
+        "            \"\"\"J.\"\"\"",
+        "",
+    ])
+
+    # WHEN it is stripped
+    out = strip_source(text)
+
+    # THEN no docstring is left anywhere, the other string is kept, and the code still runs
+    tree = ast.parse(out)
+    scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert sorted(n.name for n in scopes) == ["C", "a", "b", "e", "f", "g", "h", "i", "inner", "j", "m"]
+    assert all(ast.get_docstring(n) is None for n in scopes)
+    assert "'not a docstring'" in out
+    namespace: dict = {}
+    exec(out, namespace)
+    assert namespace["a"]() == 1 and namespace["C"]().m() == "not a docstring"
+
+
 def _tokenize_view(text: str) -> tuple[dict[int, int], set[int]]:
     """Where Python's own tokenizer puts comments (line -> column) and which lines it sees inside a string."""
     comments, in_string = {}, set()
