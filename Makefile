@@ -44,6 +44,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m compileall -q $(VENV)/lib > /dev/null
 	touch $@
 
+# The package's own bytecode, as pip leaves an installed package's: an editable install has none, and where
+# PYTHONDONTWRITEBYTECODE is set no import writes it, so every synth would compile the package again. Only stale
+# files are compiled; an edited file without fresh bytecode is compiled in memory, as before.
+PACKAGE_BYTECODE = $(BIN)/python -m compileall -q -x '/lambda/' hyperpod_inference > /dev/null
+
 # checkov (tests/e2e/test_security_scans.py) in its own venv: it pins an older boto3 than the project's.
 $(CHECKOV_STAMP): Makefile
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
@@ -57,6 +62,7 @@ $(NPM_STAMP): package.json package-lock.json
 	touch $@
 
 synth: $(STAMP) $(NPM_STAMP)
+	@$(PACKAGE_BYTECODE)
 	rm -rf $(OUT)
 	$(CDK) synth --no-notices -q -o $(OUT) -c config=$(CONFIG)
 	@echo "template: $$(ls $(OUT)/*.template.json)"; echo "manifests: $$(ls $(OUT)/manifests/)"

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, machine, median, perf_counters, synth, tool_versions, update_section
+from _common import REPO, compile_package, machine, median, perf_counters, synth, tool_versions, update_section
 
 EMPTY_APP = '''import aws_cdk as cdk
 
@@ -42,14 +42,16 @@ EMPTY_APP_NO_VALIDATOR = EMPTY_APP.replace("cdk.App()", "cdk.App(builtin_cloud_f
 # The same empty app (validator off) importing what the default app uses from aws-cdk-lib, its kubectl layer,
 # cdk8s, cdk8s-plus-28 and cdk-nag, with the cdk-nag checks on: what those libraries cost before this library builds
 # anything, the floor of any app that uses them.
-LIBRARIES_APP = """import aws_cdk as cdk
+#: What the libraries' floor imports (and the included-template app with it).
+LIBRARY_IMPORTS = """import aws_cdk as cdk
 import cdk8s  # noqa: F401
 import cdk8s_plus_28  # noqa: F401
 from aws_cdk import aws_athena, aws_certificatemanager, aws_cloudwatch, aws_eks, aws_glue, aws_iam  # noqa: F401
 from aws_cdk import aws_kms, aws_lambda, aws_logs, aws_route53, aws_s3, custom_resources, region_info  # noqa: F401
 from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer  # noqa: F401
 from cdk_nag import AwsSolutionsChecks
-
+"""
+LIBRARIES_APP = LIBRARY_IMPORTS + """
 app = cdk.App(builtin_cloud_formation_validation=False)
 cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
 cdk.Stack(app, "Empty")
@@ -144,20 +146,18 @@ cdk.CfnOutput(stack, "BucketName", value=bucket.bucket_name)
 app.synth()
 '''
 HAND_WRITTEN_FILES = {"handler/index.py": "def handler(event, context):\n    return {}\n"}
-# The libraries' floor app with the default app's own main template imported as it is (`CfnInclude`: every resource
-# as an L1, without the kubectl layer, provider and manifest resources) and the default app's review manifests applied
-# through the same kubectl layer as one `KubernetesManifest` each: the same template size and the same resources under
-# cdk-nag (acknowledged with the default app's own finding IDs), without building any L2 construct.
-INCLUDED_APP = '''import glob
+# The libraries' floor app (the same imports) with the default app's own main template imported as it is
+# (`CfnInclude`: every resource as an L1, without the kubectl layer, provider and manifest resources) and the default
+# app's review manifests applied through the same kubectl layer as one `KubernetesManifest` each: the same template
+# size and the same resources under cdk-nag (acknowledged with the default app's own finding IDs), without building
+# any L2 construct. What these resources cost any app that imports these libraries, however it makes them.
+INCLUDED_APP = LIBRARY_IMPORTS + '''import glob
 import json
 import os
 
-import aws_cdk as cdk
 import yaml
 from aws_cdk import aws_eks as eks, aws_iam as iam
 from aws_cdk import cloudformation_include as cfn_inc
-from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
-from cdk_nag import AwsSolutionsChecks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ACCOUNT = "111122223333"
@@ -260,8 +260,9 @@ def measure(rounds: int, work: Path) -> dict[str, Any]:
     times: dict[str, list[float]] = {k: [] for k in cases}
     cpu: dict[str, list[float]] = {k: [] for k in cases}
     counters: dict[str, list[dict[str, float]]] = {k: [] for k in cases}
-    ratios, like_for_like, headline, hand, first_use, inc = [], [], [], [], [], []
+    ratios, like_for_like, headline, hand, first_use, inc, resources = [], [], [], [], [], [], []
     loads: list[float] = []
+    compile_package()
     # one untimed warm-up of each (jsii package cache, Python bytecode, page cache)
     for name, cwd in cases.items():
         synth(cwd, work / f"warm-{name}")
@@ -284,11 +285,13 @@ def measure(rounds: int, work: Path) -> dict[str, Any]:
         hand.append(times["default"][-1] / times["hand-written"][-1])
         first_use.append(times["hand-written"][-1] / times["libraries"][-1])
         inc.append(times["default"][-1] / times["included"][-1])
+        resources.append(times["included"][-1] / times["libraries"][-1])
         print(f"round {r + 1}/{rounds}: default / floor {headline[-1]:.2f}, default / hand-written "
               f"{hand[-1]:.2f}, default / included {inc[-1]:.2f}; load {os.getloadavg()[0]:.1f}", file=sys.stderr)
         loads.append(os.getloadavg()[0])
     return {"times": times, "cpu": cpu, "counters": counters, "ratios": ratios, "like_for_like": like_for_like,
-            "headline": headline, "hand": hand, "first_use": first_use, "included": inc, "loads": loads}
+            "headline": headline, "hand": hand, "first_use": first_use, "included": inc, "resources": resources,
+            "loads": loads}
 
 
 def counter_median(samples: list[dict[str, float]], key: str) -> str:
@@ -346,7 +349,9 @@ def markdown(result: dict[str, Any], rounds: int) -> str:
         f"Default app / the floor with its own template imported and its manifests applied: "
         f"{median(result['included']):.2f}× (per round {runs(result['included'])}; CPU ratio "
         f"{cmed['default'] / cmed['included']:.2f}×): every resource of the default app's templates under cdk-nag, "
-        "but no L2 construct built.",
+        f"but no L2 construct built. That app is {median(result['resources']):.2f}× the libraries' floor (per round "
+        f"{runs(result['resources'])}): what the default app's resources cost any app importing these libraries, "
+        "however it makes them.",
         "",
         f"Default app / empty app, both with the built-in validator off: {median(result['like_for_like']):.2f}× (per "
         f"round {runs(result['like_for_like'])}); against an empty app with the validator on (CDK's default): "
