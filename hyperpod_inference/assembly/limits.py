@@ -30,10 +30,10 @@ def template_counts(stack: cdk.Stack) -> dict[cdk.Stack, tuple[int, int]]:
     """(resources, outputs) of ``stack`` and of every stack nested in it, each counting only its own template.
 
     One ``find_all`` per stack (each a single call into the CDK runtime; objects made inside the runtime have no
-    stable Python identity, so counts are subtracted, not objects matched). A construct's kind is read from its
-    class's MRO: ``isinstance`` against ``CfnResource`` walks the ABC subclass tree of every Cfn class loaded, once
-    for each new class met, which cost more than the rest of the count: a stack's own count is its subtree's
-    minus that of every stack nested directly in it (found by construct path)."""
+    stable Python identity, so counts are subtracted, not objects matched): a stack's own count is its subtree's
+    minus that of every stack nested directly in it (found by construct path). A construct's kind is read from its
+    class's MRO: ``isinstance`` against ``CfnResource`` walks the ABC subclass tree of every loaded Cfn class once
+    for each new class met, which cost more than the rest of the count."""
     def count(members: list[IConstruct]) -> list[int]:
         classes = [type(c).__mro__ for c in members]
         return [sum(cdk.CfnResource in m for m in classes), sum(cdk.CfnOutput in m for m in classes)]

@@ -48,9 +48,9 @@ CrdPaths = dict[str, "str | NoCrd"]
 
 @functools.cache
 def attribute_docstrings(cls: type) -> dict[str, str]:
-    """Field name -> the docstring written under it in ``cls``'s own body (``x: int`` and then a string on its own line), cleaned
-    as ``inspect.cleandoc`` does. Read from the source only when a schema is made, so that loading a config does not
-    parse the source of every model."""
+    """Field name -> the docstring written under it in ``cls``'s own body (``x: int``, then a string on its own
+    line), cleaned as ``inspect.cleandoc`` does. Read from the source only when a schema is made, so that loading a
+    config does not parse the source of every model."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):
