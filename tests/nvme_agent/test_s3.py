@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import base64
 import collections
+import io
 import json
 import os
 import sys
 import threading
 import urllib.parse
+import urllib.request
 import zlib
 
 import pytest
 from boto3.s3.transfer import TransferConfig
+from botocore.awsrequest import AWSResponse
 
 from hyperpod_inference.nvme_agent import cache, checksums, errors, layout, model_relative_dir, s3_source, space
 from hyperpod_inference.nvme_agent.config import AgentConfig
@@ -64,20 +67,68 @@ def hook_requests(monkeypatch, event: str, handler, part_numbers: bool = False) 
     on_agent_clients(monkeypatch, event, on_send)
 
 
+class _Body(io.BytesIO):
+    """A response body as botocore reads it from urllib3 (``read``, ``readinto``, ``stream``)."""
+
+    def stream(self, amt=1024, decode_content=None):
+        while chunk := self.read(amt):
+            yield chunk
+
+
+def _part_checksum(head: dict, data: bytes) -> dict[str, str]:
+    """The part checksum headers S3 sends with a part of an object whose CRC32 checksum is composite."""
+    if not head.get("ChecksumCRC32"):
+        return {}
+    value = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    return {"x-amz-checksum-crc32": value, "x-amz-checksum-type": "COMPOSITE"}
+
+
+def stored_bytes(s3, bucket: str, key: str, byte_range: str | None = None) -> bytes:
+    """An object's bytes as stored, read from the endpoint over plain HTTP (moto takes unsigned requests), not through
+    botocore, whose response reads the tests may intercept."""
+    request = urllib.request.Request(f"{s3.meta.endpoint_url}/{bucket}/{urllib.parse.quote(key)}",
+                                     headers={"Range": byte_range} if byte_range else {})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read()
+
+
+def answer_part_one(s3, monkeypatch, answer: str) -> None:
+    """Answers the agent's GetObject for part 1 of a multipart object (``PartNumber=1``) the way ``answer`` says,
+    whatever the installed moto does (moto before 5.2.6 sent the whole object, 5.2.6 sends the part):
+    - ``"part"``, as S3 documents it: 206 with part 1's bytes and their Content-Range, ``x-amz-mp-parts-count``,
+      and, when the request enables checksum mode, the part's own CRC32 (an object with a composite CRC32);
+    - ``"whole-object"``, as some S3-compatible stores do: 200 with the whole object and no checksum.
+    The answer is built from the stored object (moto is asked for HEADs and byte ranges only)."""
+
+    def respond(request, **_):
+        url = urllib.parse.urlsplit(request.url)
+        if urllib.parse.parse_qs(url.query).get("partNumber") != ["1"]:
+            return None
+        bucket, key = urllib.parse.unquote(url.path).lstrip("/").split("/", 1)
+        head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        total, etag = head["ContentLength"], head["ETag"]
+        headers = {"ETag": etag, "Content-Type": "binary/octet-stream"}
+        if answer == "whole-object":
+            data = stored_bytes(s3, bucket, key)
+            status = 200
+        else:
+            size = s3.head_object(Bucket=bucket, Key=key, PartNumber=1)["ContentLength"]
+            data = stored_bytes(s3, bucket, key, f"bytes=0-{size - 1}")
+            status = 206
+            headers.update({"Content-Range": f"bytes 0-{size - 1}/{total}",
+                            "x-amz-mp-parts-count": etag.strip('"').rsplit("-", 1)[1]})
+            if request.headers.get("x-amz-checksum-mode") in ("ENABLED", b"ENABLED"):
+                headers.update(_part_checksum(head, data))
+        headers["Content-Length"] = str(len(data))
+        return AWSResponse(request.url, status, headers, _Body(data))
+
+    on_agent_clients(monkeypatch, "before-send.s3.GetObject", respond)
+
+
 @pytest.fixture
 def s3_part_gets(s3, monkeypatch):
-    """moto answers a GetObject for part 1 of a multipart object (``PartNumber=1``) with the whole object; S3 and
-    SeaweedFS answer with that part's bytes (206, its Content-Range). This makes moto answer as S3 does: the agent's
-    clients send such a request with a Range header for the part, which moto honours."""
-
-    def add_range(request, **_):
-        url = urllib.parse.urlsplit(request.url)
-        if urllib.parse.parse_qs(url.query).get("partNumber") == ["1"]:
-            bucket, key = urllib.parse.unquote(url.path).lstrip("/").split("/", 1)
-            size = s3.head_object(Bucket=bucket, Key=key, PartNumber=1)["ContentLength"]
-            request.headers["Range"] = f"bytes=0-{size - 1}"
-
-    on_agent_clients(monkeypatch, "before-send.s3.GetObject", add_range)
+    """Part-1 GETs answered as S3 answers them (:func:`answer_part_one`)."""
+    answer_part_one(s3, monkeypatch, "part")
 
 
 @pytest.fixture
@@ -291,13 +342,12 @@ def test_each_file_is_looked_up_right_before_its_gets_and_files_go_in_order(s3, 
     assert {f["path"]: f["checksum"]["algo"] for f in layout.read_manifest(final)["files"]} == dict.fromkeys(names, "md5")
 
 
-@pytest.mark.parametrize("endpoint", ["answers-parts", "moto"])
-def test_a_multipart_objects_part_size_comes_with_its_first_part(s3, bucket, tmp_path, s3_requests, request,
-                                                                 endpoint):
+@pytest.mark.parametrize("answer", ["part", "whole-object"])
+def test_a_multipart_objects_part_size_comes_with_its_first_part(s3, bucket, tmp_path, s3_requests, monkeypatch,
+                                                                 answer):
     # GIVEN a 3-part object (5 MiB parts, verified per part by its multipart ETag), on an endpoint that answers a
-    # GET of part 1 with that part (as S3 and SeaweedFS do) or with the whole object (as moto does)
-    if endpoint == "answers-parts":
-        request.getfixturevalue("s3_part_gets")
+    # GET of part 1 with that part (as S3 and SeaweedFS do) or with the whole object (as some stores do)
+    answer_part_one(s3, monkeypatch, answer)
     data = upload_3_parts(s3, bucket, "qwen/w.safetensors", tmp_path)
 
     # WHEN one transfer thread downloads it
@@ -307,7 +357,7 @@ def test_a_multipart_objects_part_size_comes_with_its_first_part(s3, bucket, tmp
     # and one GET per part in all; where the answer is not part 1's range, that GET is dropped for a HEAD of part 1
     parts = [("GetObject", "w.safetensors?partNumber=1"), ("GetObject", "w.safetensors"),
              ("GetObject", "w.safetensors")]
-    if endpoint == "moto":
+    if answer == "whole-object":
         parts[1:1] = [("HeadObject", "w.safetensors?partNumber=1"), ("GetObject", "w.safetensors")]
     assert s3_requests == [("ListObjectsV2", ""), ("HeadObject", "w.safetensors"), *parts]
     # AND either way the file is whole and was verified per 5 MiB part
@@ -1045,11 +1095,15 @@ def test_crc32_is_preferred_over_md5_and_verified_in_flight(s3_crc, s3, bucket, 
     assert cache.verify(str(tmp_path / "nvme"), spec) == ("corrupt", ["w.safetensors"])
 
 
+@pytest.mark.parametrize("answer", ["part", "whole-object"])
 def test_byte_flipped_in_crc32_verified_objects_is_caught_and_fetched_again(s3_crc, s3, bucket, tmp_path, s3_gets,
-                                                                            s3_part_gets, composite_heads,
-                                                                            response_reads, no_read_back):
-    # GIVEN a transport that flips one bit in the first chunk of the single-part CRC32 object and of one part of the
-    # multipart (composite CRC32) object
+                                                                            composite_heads, response_reads,
+                                                                            no_read_back, monkeypatch, answer):
+    # GIVEN a transport that flips one bit in the first chunk of the single-part CRC32 object and of the first 5 MiB
+    # range of the multipart (composite CRC32) object, on an endpoint that answers a GET of part 1 with that part and
+    # its own CRC32 (S3) or with the whole object (then the agent drops it and GETs part 1 as a range, which carries
+    # no checksum)
+    answer_part_one(s3, monkeypatch, answer)
     files = put_crc_model(s3_crc, s3, bucket, tmp_path)
     flipped = set()
 
@@ -1061,13 +1115,15 @@ def test_byte_flipped_in_crc32_verified_objects_is_caught_and_fetched_again(s3_c
 
     response_reads.intercept(corrupt_once_per_length)
 
-    # WHEN the agent downloads the model
-    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"))
+    # WHEN the agent downloads the model with one transfer thread (so that the first 5 MiB response is part 1)
+    final = cache.ensure(str(tmp_path / "nvme"), spec_of(bucket, "crc/"), AgentConfig(concurrency=1))
 
-    # THEN the CRC32 checks caught both: those files alone were fetched again, and every file is correct
+    # THEN the CRC32 checks caught both and those files alone were fetched again: the part that came with its own
+    # CRC32 alone (3 GETs + 1); without it the composite check fails at the end and all 3 parts come again (the
+    # dropped whole-object answer + 3 + 3)
     assert flipped == {9 * MiB + 1, 5 * MiB}
     assert s3_gets["tokenizer.json"] == 2
-    assert s3_gets["w.safetensors"] == 6
+    assert s3_gets["w.safetensors"] == (4 if answer == "part" else 7)
     assert s3_gets["config.json"] == 1
     for name, data in files.items():
         assert open(os.path.join(final, name), "rb").read() == data
