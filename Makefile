@@ -1,5 +1,8 @@
 # make synth: venv + CDK CLI + synth of the default hyperpod.yaml (no AWS account needed)
 # make test:  venv + CDK CLI + the whole test suite (PYTEST_WORKERS=0: in one process)
+#   Both install exactly what the locks name: uv.lock (Python), package-lock.json (Node), security/checkov-requirements.txt
+# make lock: refresh the locks to the newest versions pyproject.toml, package.json and security/checkov.in allow
+# make test-latest: the same suite in .venv-latest, with the newest versions pyproject.toml allows (not the lock)
 # make init HYPERPOD_CLUSTER=<name> [REGION=...] [INIT_OUTPUT=my-cluster.yaml]: a starter config from a real cluster
 # make doctor CONFIG=<file>: read-only checks of the account and the cluster; make bootstrap / deploy / destroy
 #   CONFIG=<file>: the CDK CLI with the venv's Python and the pinned Node.js, from any shell
@@ -12,7 +15,13 @@ NPM_STAMP := node_modules/.installed
 STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
-CHECKOV_VERSION := 3.3.30
+# uv (pinned by hash in tools/uv-requirements.txt) installs from and refreshes the lock; it runs $(PYTHON), never a
+# Python it would download
+UV_VENV := .venv-uv
+UV := $(UV_VENV)/bin/uv
+UV_STAMP := $(UV_VENV)/.installed
+LATEST_VENV := .venv-latest
+export UV_PYTHON_DOWNLOADS := never
 export CDK_DISABLE_CLI_TELEMETRY := true
 # the venv's python3 (cdk.json runs `python3 app.py`) and the Node 22 that package.json pins (jsii supports ^22 and
 # ^24; the system's Node may be older), ahead of everything else
@@ -29,7 +38,7 @@ INIT_OUTPUT ?= my-cluster.yaml
 DOCTOR_ARGS ?=
 OUTPUTS_FILE ?= outputs.json
 
-.PHONY: synth test lint deps clean schema bench diagram dashboards promtool init doctor bootstrap deploy destroy
+.PHONY: synth test test-latest lock lint deps clean schema bench diagram dashboards promtool init doctor bootstrap deploy destroy
 deps: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) promtool
 
 # promtool (Debian's prometheus package): the tests check the Prometheus rule files with it
@@ -37,10 +46,14 @@ promtool:
 	@command -v promtool >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update || true; $$SUDO apt-get install -y --no-install-recommends prometheus; }
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(UV_STAMP): tools/uv-requirements.txt
+	test -x $(UV_VENV)/bin/python || $(PYTHON) -m venv $(UV_VENV)
+	$(UV_VENV)/bin/python -m pip install --quiet --require-hashes --no-deps -r tools/uv-requirements.txt
+	touch $@
+
+# the venv exactly as uv.lock has it (--locked: refused when pyproject.toml changed and the lock was not refreshed)
+$(STAMP): pyproject.toml uv.lock $(UV_STAMP)
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --quiet --locked --extra dev --python $(PYTHON)
 	$(BIN)/python -m compileall -q $(VENV)/lib > /dev/null
 	touch $@
 
@@ -50,15 +63,14 @@ $(STAMP): pyproject.toml
 PACKAGE_BYTECODE = $(BIN)/python -m compileall -q -x '/lambda/' hyperpod_inference > /dev/null
 
 # checkov (tests/e2e/test_security_scans.py) in its own venv: it pins an older boto3 than the project's.
-$(CHECKOV_STAMP): Makefile
+$(CHECKOV_STAMP): security/checkov-requirements.txt $(UV_STAMP)
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	$(UV) pip sync --quiet --require-hashes --python $(CHECKOV_VENV)/bin/python security/checkov-requirements.txt
 	touch $@
 
 # the CDK CLI and Node 22 (the npm package `node` brings the binary from the npm registry)
 $(NPM_STAMP): package.json package-lock.json
-	npm install --no-audit --no-fund --loglevel=error
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 synth: $(STAMP) $(NPM_STAMP)
@@ -87,6 +99,25 @@ destroy: $(STAMP) $(NPM_STAMP)
 test: deps
 	$(BIN)/ruff check hyperpod_inference tests benchmarks tools
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The newest versions the ranges in pyproject.toml allow, resolved afresh on every run (the lock is not read or
+# written); their list is kept in $(LATEST_VENV)/versions.txt. A failure here and not in `make test` is a new release
+# of a dependency: fix the code or narrow the range, then `make lock`.
+test-latest: $(UV_STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) promtool
+	rm -rf $(LATEST_VENV)
+	$(UV) venv --quiet --python $(PYTHON) $(LATEST_VENV)
+	$(UV) pip install --quiet --python $(LATEST_VENV)/bin/python --resolution highest -e '.[dev]'
+	$(UV) pip freeze --python $(LATEST_VENV)/bin/python > $(LATEST_VENV)/versions.txt
+	$(LATEST_VENV)/bin/ruff check hyperpod_inference tests benchmarks tools
+	PATH=$(CURDIR)/$(LATEST_VENV)/bin:$$PATH $(LATEST_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# Refresh every lock to the newest versions allowed: uv.lock from pyproject.toml, package-lock.json from package.json,
+# security/checkov-requirements.txt from security/checkov.in. Review the diff, run `make test`, commit the locks.
+lock: $(UV_STAMP)
+	$(UV) lock --upgrade --python $(PYTHON)
+	$(UV) pip compile --quiet --upgrade --universal --python-version 3.11 --generate-hashes --no-header \
+		security/checkov.in -o security/checkov-requirements.txt
+	npm install --package-lock-only --no-audit --no-fund --loglevel=error
 
 lint: $(STAMP)
 	$(BIN)/ruff check hyperpod_inference tests benchmarks

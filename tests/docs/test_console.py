@@ -1,6 +1,6 @@
 """What the documented commands print: no Node.js banner, no Python byte string, no warning the user cannot act on.
-Run as a user would (the JSII silencing variable unset), with the PATH the docs give (node_modules/.bin and .venv/bin
-first, as `make` sets it)."""
+Run as a user would (the JSII silencing variable unset), with the PATH the docs give (node_modules/.bin and the venv's
+bin first, as `make` sets it; the venv running the tests, so that `make test-latest` checks its own)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ NOISE = [re.compile(p) for p in (r"(^|\s)b['\"]", r"!!\s+Node", r"end-of-life", 
 
 def _user_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JSII_", "PYTHONWARNINGS"))}
-    env["PATH"] = os.pathsep.join([str(REPO / "node_modules" / ".bin"), str(REPO / ".venv" / "bin"), env["PATH"]])
+    env["PATH"] = os.pathsep.join([str(REPO / "node_modules" / ".bin"), os.path.dirname(sys.executable), env["PATH"]])
     return env
 
 

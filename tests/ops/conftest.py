@@ -104,15 +104,15 @@ class FakeEks:
     access: dict[str, list[dict]] = field(default_factory=dict)  # principal ARN -> associated access policies
 
     def add_addon(self, name: str, version: str, *, status: str = "ACTIVE", tags: dict | None = None) -> None:
-        now = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
+        now = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
         self.addons[name] = {"addonName": name, "clusterName": EKS, "status": status, "addonVersion": version,
                              "addonArn": f"arn:aws:eks:{REGION}:{ACCOUNT}:addon/{EKS}/{name}/abcd",
                              "createdAt": now, "modifiedAt": now, "tags": tags or {}}
 
     def grant_admin(self, principal: str) -> None:
         self.access[principal] = [{"policyArn": CLUSTER_ADMIN, "accessScope": {"type": "cluster"},
-                                   "associatedAt": datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc),
-                                   "modifiedAt": datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)}]
+                                   "associatedAt": datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC),
+                                   "modifiedAt": datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)}]
 
     def answer(self, operation: str, params: dict) -> tuple[AWSResponse, dict]:
         if params.get("clusterName") != EKS:
@@ -248,7 +248,7 @@ def _self_signed(*names: str) -> tuple[bytes, bytes]:
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
             .not_valid_after(now + datetime.timedelta(days=90))

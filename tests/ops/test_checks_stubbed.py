@@ -17,7 +17,7 @@ from hyperpod_inference.ops.aws import Aws, Skip
 ACCOUNT = "111122223333"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/hp-eks-admin"
 EKS = "my-hp-eks"
-NOW = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
+NOW = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
 ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
 
