@@ -73,7 +73,7 @@ class AwsUnusable(Exception):  # noqa: N818 - the reason neither init nor doctor
 def _unusable(err: BotoCoreError) -> AwsUnusable:
     if isinstance(err, ProfileNotFound):
         profile = err.kwargs.get("profile", "")
-        return AwsUnusable(f"the AWS profile {profile} (AWS_PROFILE or --profile) is not in ~/.aws/config or "
+        return AwsUnusable(f"the AWS profile {profile} (AWS_PROFILE) is not in ~/.aws/config or "
                            "~/.aws/credentials: aws configure list-profiles, then set AWS_PROFILE to one of them")
     return AwsUnusable(f"the AWS configuration cannot be used ({one_line(err)}): check ~/.aws/config and AWS_* "
                        "variables")
@@ -116,7 +116,7 @@ class Aws:
 
     def _credentials(self, problem: str) -> CredentialsSkip:
         self.credentials_problem = self.credentials_problem or problem
-        return CredentialsSkip(self.credentials_problem)
+        return CredentialsSkip(problem)
 
     def call(self, service: str, operation: str, *, missing: tuple[str, ...] = (), **params: Any) -> dict | None:
         """``operation`` (e.g. ``DescribeCluster``) with ``params``. None when the error code (or HTTP status, as a
@@ -125,7 +125,8 @@ class Aws:
         if not is_read_operation(operation):
             raise ValueError(f"{service} {operation} is not a read operation")
         if self.credentials_problem:
-            raise CredentialsSkip(self.credentials_problem)
+            raise CredentialsSkip("not checked: the AWS credentials cannot be used (the first call that found out "
+                                  "says why)")
         method = getattr(self.client(service), _snake(operation))
         try:
             return method(**params)

@@ -388,7 +388,7 @@ def test_no_credentials_or_an_unknown_profile_exits_3_not_a_pass_or_a_traceback(
     out, err = capsys.readouterr()
     assert status == 3
     if fault == "unknown profile":
-        assert err == ("doctor: nothing was checked: the AWS profile mistyped (AWS_PROFILE or --profile) is not in "
+        assert err == ("doctor: nothing was checked: the AWS profile mistyped (AWS_PROFILE) is not in "
                        "~/.aws/config or ~/.aws/credentials: aws configure list-profiles, then set AWS_PROFILE to one "
                        "of them\n")
     else:

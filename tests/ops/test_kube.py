@@ -203,3 +203,15 @@ def test_a_redirect_is_never_followed_with_the_token(tmp_path):
     assert "answered 307" in str(err.value) and "a redirect to localhost" in str(err.value)
     assert "secret-token" not in str(err.value)
     assert seen == []
+
+
+def test_one_line_reduces_any_text_to_one_bounded_line_of_printable_characters():
+    from hyperpod_inference.ops.text import one_line
+
+    # GIVEN an HTML error page / text with every kind of line break and control character / a long text
+    page = "<!doctype html>\n<html><head><title>404 Not Found</title><style>p {x: y}</style></head>\n<body>" \
+           "<h1>Not Found</h1><script>alert(1)</script></body></html>"
+    assert one_line(page) == "404 Not Found Not Found"
+    assert one_line("a\nb\r\nc\x85d\u2028e\u2029f\tg\x07h\x00i ünï 漢字") == "a b c d e f ghi ünï 漢字"
+    assert one_line("x" * 500, 100) == "x" * 97 + "..."
+    assert one_line("a < b, not HTML") == "a < b, not HTML"
