@@ -22,9 +22,18 @@ TOKEN_FIELD = "model.huggingface.token"
 TOKEN_MESSAGE = (f"looks like a Hugging Face token (hf_...); a token here is written in clear text into the "
                  f"template and the manifests. Store it in a secret and reference it with {TOKEN_FIELD} "
                  "(secretsManagerArn or kubernetesSecret)")
-TOKEN_KEY_MESSAGE = (f"has a key that looks like a Hugging Face token (hf_...); a token here is written in clear "
-                     f"text into the template and the manifests. Store it in a secret and reference it with "
-                     f"{TOKEN_FIELD} (secretsManagerArn or kubernetesSecret)")
+
+
+def token_key_message(lines: list[int] | tuple[int, ...] = ()) -> str:
+    """What a mapping with a token-shaped key is told; ``lines``: the keys' lines in the file, when known (the key
+    itself is never repeated)."""
+    where = f" (line {', '.join(str(n) for n in lines)})" if lines else ""
+    return (f"has a key{where} that looks like a Hugging Face token (hf_...); a token here is written in clear text "
+            f"into the template and the manifests. Store it in a secret and reference it with {TOKEN_FIELD} "
+            "(secretsManagerArn or kubernetesSecret)")
+
+
+TOKEN_KEY_MESSAGE = token_key_message()
 
 
 def token_shaped(value: Any, path: tuple[str | int, ...] = ()) -> list[Problem]:

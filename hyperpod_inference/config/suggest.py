@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from ..facts.production import MAX_UNKNOWN_LISTED
+
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
     """The models an annotation may hold (through Optional, unions, Annotated)."""
@@ -74,17 +76,20 @@ def nearest(word: str, choices: list[str] | tuple[str, ...], cutoff: float = 0.6
     return lowered[match[0]] if match else None
 
 
-def unknown_key_text(key: str, keys: list[str]) -> str:
-    """``unknown key; did you mean <nearest>?``, or the known keys when none is close."""
+def unknown_key_text(key: str, keys: list[str], *, list_known: bool = True) -> str:
+    """``unknown key; did you mean <nearest>?``, or the known keys when none is close (``list_known`` False: said
+    already for another key of the mapping)."""
     guess = nearest(key, keys)
-    hint = f"; did you mean {guess}?" if guess else f" (known keys: {', '.join(sorted(keys))})"
+    hint = (f"; did you mean {guess}?" if guess else f" (known keys: {', '.join(sorted(keys))})" if list_known
+            else " (known keys: as above)")
     return f"unknown key{hint}"
 
 
-def line_errors(err: ValidationError) -> list[InitErrorDetails]:
-    """A ValidationError's errors as line errors again (type, path, message and context kept)."""
+def line_errors(err: ValidationError, items: list[Any] | None = None) -> list[InitErrorDetails]:
+    """A ValidationError's errors (``items``: its ``errors()``, when read already) as line errors again (type, path,
+    message and context kept)."""
     out = []
-    for item in err.errors(include_url=False):
+    for item in err.errors(include_url=False) if items is None else items:
         ctx = {k: v for k, v in (item.get("ctx") or {}).items() if k != "error"}
         out.append(InitErrorDetails(type=PydanticCustomError(item["type"], "{msg}", {**ctx, "msg": item["msg"]}),
                                     loc=tuple(item["loc"]), input=item.get("input")))
@@ -92,19 +97,30 @@ def line_errors(err: ValidationError) -> list[InitErrorDetails]:
 
 
 def with_suggestions(model: type[BaseModel], err: ValidationError) -> ValidationError | None:
-    """``err`` with each unknown key of ``model`` itself (a path of one key) given the nearest field name; None when
-    it has none."""
+    """``err`` with each unknown key of ``model`` itself (a path of one key) given the nearest field name; past
+    MAX_UNKNOWN_LISTED of them, one error at the model counts the rest (``and 23,990 more unknown keys``), so the
+    comparisons and the errors the enclosing models carry stay bounded. None when it has no unknown key."""
     items = err.errors(include_url=False)
     if not any(i["type"] == "extra_forbidden" and len(i["loc"]) == 1 for i in items):
         return None
     keys = _keys(model)
     out = []
-    for item, line in zip(items, line_errors(err), strict=True):
+    unknown = 0
+    listed = False  # the known keys, listed once
+    for item, line in zip(items, line_errors(err, items), strict=True):
         if item["type"] == "extra_forbidden" and len(item["loc"]) == 1:
-            message = unknown_key_text(str(item["loc"][0]), keys)
+            unknown += 1
+            if unknown > MAX_UNKNOWN_LISTED:
+                continue
+            message = unknown_key_text(str(item["loc"][0]), keys, list_known=not listed)
+            listed = listed or "(known keys:" in message
             line = InitErrorDetails(type=PydanticCustomError("unknown_key", "{msg}", {"msg": message}),
                                     loc=tuple(item["loc"]), input=item.get("input"))
         out.append(line)
+    if unknown > MAX_UNKNOWN_LISTED:
+        out.append(InitErrorDetails(type=PydanticCustomError(
+            "unknown_keys_counted", "{msg}", {"msg": f"and {unknown - MAX_UNKNOWN_LISTED:,} more unknown keys"}),
+            loc=(), input=None))
     return ValidationError.from_exception_data(model.__name__, out)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Acknowledgment, Annotations, Aws, Duration, RemovalPolicy, Stack, Validations, region_info
+from aws_cdk import Acknowledgment, Annotations, Duration, RemovalPolicy, Stack, Validations, region_info
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -34,7 +34,7 @@ from aws_cdk.aws_kms import Key as _KmsKey
 from constructs import Construct
 
 from ..facts import naming, rules
-from .lazy import is_unresolved
+from .lazy import is_unresolved, literal_partition
 from .nag import render_resolved
 
 ALB_LOG_DELIVERY_SERVICE = "logdelivery.elasticloadbalancing.amazonaws.com"
@@ -105,7 +105,7 @@ class DataCaptureStorage(Construct):
         self._stack = stack
         self._account = stack.account
         self._region = stack.region
-        self._partition = self._literal_partition()
+        self._partition = literal_partition(self)
         self.prefix = prefix
         self.alb_logs = alb_logs
         self.retention_days = retention_days
@@ -295,13 +295,6 @@ class DataCaptureStorage(Construct):
                 "account need a stack env with a literal region.")
             return None
         return region_info.RegionInfo.get(self._region).elbv2_account
-
-    def _literal_partition(self) -> str:
-        if _known(self._region):
-            partition = region_info.RegionInfo.get(self._region).partition
-            if partition:
-                return partition
-        return Aws.PARTITION
 
     def _same_stack(self, principal: iam.IPrincipal) -> bool:
         # A key-policy principal from another stack would make this stack depend on that one (and KMS rejects

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack, region_info
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_route53 as route53
 from constructs import Construct
 
 from ..facts import rules
-from .lazy import is_unresolved, lazy
+from .lazy import is_unresolved, lazy, literal_partition
 
 # The rules (domain names, zone ID, certificate ARN, what one certificate carries) are in facts/rules.py.
 ACM_MAX_NAMES_PER_CERTIFICATE = rules.ACM_MAX_NAMES_PER_CERTIFICATE
@@ -147,10 +147,9 @@ class CustomDomain(Construct):
         """``arn:<partition>:route53:::hostedzone/<id>``: a literal for an imported zone in a stack whose region
         is known, else with the partition (and, for a created zone, the ID) resolved at deploy time."""
         stack = Stack.of(self)
-        if not self.created_zone and not is_unresolved(stack.region):
-            partition = region_info.RegionInfo.get(stack.region).partition
-            if partition:
-                return f"arn:{partition}:route53:::hostedzone/{self.hosted_zone_id}"
+        partition = literal_partition(self)
+        if not self.created_zone and not is_unresolved(partition):
+            return f"arn:{partition}:route53:::hostedzone/{self.hosted_zone_id}"
         return stack.format_arn(service="route53", account="", region="", resource="hostedzone",
                                 resource_name=self.hosted_zone_id)
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import jsii
-from aws_cdk import IStableAnyProducer, IStableStringProducer, Lazy, Token
+from aws_cdk import Aws, IStableAnyProducer, IStableStringProducer, Lazy, Stack, Token, region_info
+from constructs import IConstruct
 
 #: Every string token carries one of these (a string or a list element): a string without them is literal.
 _TOKEN_MARKS = ("${Token[", "#{Token[")
@@ -18,6 +19,18 @@ def is_unresolved(value: Any) -> bool:
     if isinstance(value, str) and not any(mark in value for mark in _TOKEN_MARKS):
         return False
     return Token.is_unresolved(value)
+
+
+def literal_partition(scope: IConstruct) -> str:
+    """The partition of ``scope``'s stack: region_info's literal when the stack's region is known (a template for
+    ``us-west-2`` names ``arn:aws:...`` as written, ``cn-north-1`` ``arn:aws-cn:...``), else the deploy-time
+    ``AWS::Partition`` (``Stack.partition`` is that token even for a known region)."""
+    region = Stack.of(scope).region
+    if not is_unresolved(region):
+        partition = region_info.RegionInfo.get(region).partition
+        if partition:
+            return partition
+    return Aws.PARTITION
 
 
 @jsii.implements(IStableAnyProducer)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
+from constructs import Construct
 
+from ..facts.rules import domain_suffix
 from ..facts.safety import s3_folder_prefix, secret_resource_arn
+from .lazy import literal_partition
 from .nag import acknowledge_resource_wildcard
 
 
@@ -13,8 +17,9 @@ def grant_model_read(grantee: iam.IGrantable, *, bucket: str, prefix: str, kms_k
     (``s3:prefix``), plus ``kms:Decrypt`` through S3 when the bucket's key is given.
 
     The prefix is literal: ``*`` and ``?`` raise ``ValueError``. It is granted as a folder (``qwen`` -> ``qwen/``), so a
-    sibling prefix (``qwen-other/``) is never reached; an empty prefix grants the whole bucket."""
-    partition = "aws"  # the operator's CRDs accept only the aws partition
+    sibling prefix (``qwen-other/``) is never reached; an empty prefix grants the whole bucket. The ARNs are in the
+    partition of the grantee's stack (``arn:aws-cn:s3:::...`` in a China Region)."""
+    partition = _partition(grantee)
     folder = s3_folder_prefix(prefix)
     objects = f"arn:{partition}:s3:::{bucket}/{folder}*"
     grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"], resource_arns=[objects])
@@ -44,9 +49,19 @@ def grant_secret_read(grantee: iam.IGrantable, *, secret_arn: str, kms_key_arn: 
     return grant
 
 
+def _partition(grantee: iam.IGrantable) -> str:
+    """The partition of the grantee's stack (:func:`~.lazy.literal_partition`); the deploy-time partition for a
+    grantee that is no construct."""
+    for scope in (grantee, grantee.grant_principal):
+        if Construct.is_construct(scope):
+            return literal_partition(scope)
+    return Aws.PARTITION
+
+
 def _grant_decrypt_via(grantee: iam.IGrantable, kms_key_arn: str, service: str) -> iam.Grant:
-    """``kms:Decrypt`` on one key, only when the call comes through ``service`` in the key's region."""
+    """``kms:Decrypt`` on one key, only when the call comes through ``service`` in the key's region (its endpoint's
+    DNS name: ``amazonaws.com.cn`` in China)."""
     region = kms_key_arn.split(":")[3]
     return iam.Grant.add_to_principal(
         grantee=grantee, actions=["kms:Decrypt"], resource_arns=[kms_key_arn],
-        conditions={"StringEquals": {"kms:ViaService": f"{service}.{region}.amazonaws.com"}})
+        conditions={"StringEquals": {"kms:ViaService": f"{service}.{region}.{domain_suffix(region)}"}})

@@ -214,15 +214,21 @@ def dotted(path: Path) -> str:
 
 def _conflicts(patch: dict, modelled: dict[str, str]) -> list[tuple[Path, str]]:
     """(patch path, config key to use instead) for every patch path that equals, lies inside or contains a path in
-    ``modelled``."""
+    ``modelled`` (the first such path in ``modelled``'s order). Each patch path costs its depth, not ``modelled``'s
+    size: a patch of tens of thousands of paths is checked in linear time."""
+    keys = list(modelled.values())
+    exact: dict[Path, int] = {}  # a modelled path -> its index
+    under: dict[Path, int] = {}  # every prefix of a modelled path (the path itself too) -> the first such path's index
+    for i, path in enumerate(modelled):
+        parts = tuple(path.split("."))
+        exact.setdefault(parts, i)
+        for n in range(1, len(parts) + 1):
+            under.setdefault(parts[:n], i)
     out: list[tuple[Path, str]] = []
     for leaf in override_leaves(patch):
-        for path, key in modelled.items():
-            parts = tuple(path.split("."))
-            shorter = min(len(parts), len(leaf))
-            if leaf[:shorter] == parts[:shorter]:
-                out.append((leaf, key))
-                break
+        found = [i for i in (under.get(leaf), *(exact.get(leaf[:n]) for n in range(1, len(leaf)))) if i is not None]
+        if found:
+            out.append((leaf, keys[min(found)]))
     return out
 
 
@@ -299,14 +305,24 @@ def nearest_spec_field(path: Path, kind: str) -> str | None:
     return None
 
 
+#: Unknown keys (or ``specOverrides`` paths) of one mapping the config's errors list one by one, each with the nearest
+#: field name; the rest are counted in one line ("and 23,990 more"), so the work and the message stay bounded.
+MAX_UNKNOWN_LISTED = 10
+
+
 def override_version_problems(patch: dict, kind: str, version: str) -> list[tuple[Path, str]]:
     """Problems of a ``specOverrides`` patch's paths that the library does not write (see :func:`override_conflicts`
     for those) against operator ``version``: a later operator's field names that version; anything else is in no
-    known version's CRD, with the nearest known field."""
+    known version's CRD, with the nearest known field. The first :data:`MAX_UNKNOWN_LISTED` are listed; the rest are
+    counted in one problem at the patch's root (path ``()``)."""
     written = {leaf for leaf, _ in override_conflicts(patch, kind)}
     out: list[tuple[Path, str]] = []
+    more = 0
     for leaf in override_leaves(patch):
         if leaf in written:
+            continue
+        if len(out) >= MAX_UNKNOWN_LISTED:
+            more += 1
             continue
         later = later_field(leaf)
         if later is not None:
@@ -317,6 +333,8 @@ def override_version_problems(patch: dict, kind: str, version: str) -> list[tupl
         guess = nearest_spec_field(leaf, kind)
         hint = f"; did you mean {guess}?" if guess else ""
         out.append((leaf, f"spec.{dotted(leaf)} is in no known operator version's {kind} CRD{hint}"))
+    if more:
+        out.append(((), f"and {more:,} more paths not in operator {version}'s {kind} CRD"))
     return out
 
 

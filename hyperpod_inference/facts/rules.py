@@ -279,11 +279,23 @@ _PARTITION_BY_REGION_PREFIX = (("cn-", "aws-cn"), ("us-gov-", "aws-us-gov"), ("u
 
 
 def partition_of_region(region: str) -> str:
-    """``us-west-2`` -> ``aws``, ``cn-north-1`` -> ``aws-cn``, ``us-gov-west-1`` -> ``aws-us-gov``."""
+    """``us-west-2`` -> ``aws``, ``cn-north-1`` -> ``aws-cn``, ``us-gov-west-1`` -> ``aws-us-gov``: the one home of
+    the partition for the config and ``ops`` (botocore's partition data agrees for every region it knows, and
+    aws-cdk-lib's region_info for every region it has; both checked by tests)."""
     for prefix, partition in _PARTITION_BY_REGION_PREFIX:
         if region.startswith(prefix):
             return partition
     return "aws"
+
+
+def account_root_arn(region: str, account: str) -> str:
+    """``arn:<partition>:iam::<account>:root``: the account as a principal, in ``region``'s partition."""
+    return f"arn:{partition_of_region(region)}:iam::{account}:root"
+
+
+def eks_cluster_admin_policy_arn(region: str) -> str:
+    """The EKS access policy that makes a principal cluster admin, in ``region``'s partition."""
+    return f"arn:{partition_of_region(region)}:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
 
 _DOMAIN_SUFFIX_BY_PARTITION = {"aws": "amazonaws.com", "aws-cn": "amazonaws.com.cn", "aws-us-gov": "amazonaws.com",

@@ -12,15 +12,34 @@ if TYPE_CHECKING:  # boto3 loads only when init or doctor runs, not for schema o
 
 DEFAULT_OUTPUT = "hyperpod.local.yaml"
 
+INIT_EXIT_STATUSES = """exit status:
+  0  the config was written
+  1  nothing written: the cluster lacks a piece (the message names the command that adds it), the file exists, or
+     the config would not validate
+  2  usage: no Region (give --region or set AWS_REGION)
+  3  nothing written: AWS could not be read (no credentials, an expired session, an unknown AWS_PROFILE, access
+     denied, throttling); the message says what to fix
+"""
+DOCTOR_EXIT_STATUSES = """exit status:
+  0  every required check ran and nothing failed (warnings, and skipped checks other than the required ones, allowed)
+  1  at least one check failed
+  2  doctor could not start: the config does not load, has no env, or --only names no check
+  3  incomplete: a required check (identity.account, cluster.hyperpod, cluster.eks) could not run, or none could (no
+     credentials, an expired session, an unknown AWS_PROFILE, access denied); nothing was proven: fix what the last
+     line says and run doctor again
+"""
+
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    init = sub.add_parser("init", help="write a starter config from a HyperPod cluster (read-only AWS calls)")
+    init = sub.add_parser("init", help="write a starter config from a HyperPod cluster (read-only AWS calls)",
+                          epilog=INIT_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
     init.add_argument("--hyperpod-cluster", required=True, help="the HyperPod cluster's name or ARN")
     init.add_argument("--region", help="its Region (default: the AWS configuration's)")
     init.add_argument("--kubectl-role-arn", help="the cluster-admin role (default: found through the access entries)")
     init.add_argument("-o", "--output", default=DEFAULT_OUTPUT, help=f"the file to write (default {DEFAULT_OUTPUT}; "
                       "never overwritten)")
-    doctor = sub.add_parser("doctor", help="read-only checks of the account and the cluster a config deploys to")
+    doctor = sub.add_parser("doctor", help="read-only checks of the account and the cluster a config deploys to",
+                            epilog=DOCTOR_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
     doctor.add_argument("-c", "--config", default="hyperpod.yaml", help="the config file (default hyperpod.yaml)")
     doctor.add_argument("--json", action="store_true", help="one JSON object per check result, one a line")
     doctor.add_argument("--only", help="comma-separated check IDs or prefixes (e.g. cluster,operator.addon)")
@@ -30,47 +49,60 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def run_init(args: argparse.Namespace, session: boto3.Session | None = None) -> int:
-    from .aws import Aws
-    from .init import InitError, discover, render, write
+    from .aws import Aws, AwsUnusable
+    from .init import EXIT_UNREADABLE, EXIT_USAGE, EXIT_WRITTEN, InitError, discover, render, write
 
-    aws = Aws(args.region, session=session)
-    if not aws.region:
-        print("init: no Region: give --region or set AWS_REGION", file=sys.stderr)
-        return 2
     try:
+        aws = Aws(args.region, session=session)
+        if not aws.region:
+            print("init: no Region: give --region or set AWS_REGION", file=sys.stderr)
+            return EXIT_USAGE
         found = discover(aws, args.hyperpod_cluster, kubectl_role_arn=args.kubectl_role_arn)
         write(args.output, render(found))
+    except AwsUnusable as err:
+        print(f"init: nothing written to {args.output}: {err}", file=sys.stderr)
+        return EXIT_UNREADABLE
     except InitError as err:
-        print(f"init: {err}", file=sys.stderr)
-        return 1
+        print(f"init: {err}" if str(args.output) in str(err) else f"init: nothing written to {args.output}: {err}",
+              file=sys.stderr)
+        return err.status
     print(f"wrote {args.output}; next: make doctor CONFIG={args.output}")
-    return 0
+    return EXIT_WRITTEN
 
 
 def run_doctor(args: argparse.Namespace, session: boto3.Session | None = None) -> int:
     from ..config import ConfigError, load_config
     from . import doctor
-    from .aws import Aws
+    from .aws import Aws, AwsUnusable
 
     try:
         config = load_config(args.config)
     except ConfigError as err:
         print(err, file=sys.stderr)
-        return 2
+        return doctor.EXIT_USAGE
     if config.env is None:
         print(f"{args.config}: env: required by doctor (the account and Region to check)", file=sys.stderr)
-        return 2
+        return doctor.EXIT_USAGE
     only = args.only.split(",") if args.only else None
     try:
         doctor.selected(only)
     except ValueError as err:
         print(f"doctor: {err}", file=sys.stderr)
-        return 2
-    ctx = doctor.Context(config, Aws(config.env.region, session=session), kubeconfig=args.kubeconfig,
-                         stack_name=args.stack_name)
-    results = doctor.run(ctx, only)
+        return doctor.EXIT_USAGE
+    try:
+        ctx = doctor.Context(config, Aws(config.env.region, session=session), kubeconfig=args.kubeconfig,
+                             stack_name=args.stack_name)
+        results = doctor.run(ctx, only)
+    except AwsUnusable as err:
+        print(f"doctor: nothing was checked: {err}", file=sys.stderr)
+        return doctor.EXIT_INCOMPLETE
     if args.json:
         sys.stdout.write("".join(json.dumps(r.as_json()) + "\n" for r in results))
     else:
         sys.stdout.write(doctor.render(results))
-    return doctor.exit_status(results)
+    status = doctor.exit_status(results)
+    if status == doctor.EXIT_INCOMPLETE:
+        missing = doctor.incomplete(results)
+        print(f"doctor: incomplete, nothing above is a pass: {', '.join(dict.fromkeys(r.check for r in missing))} "
+              f"could not run: {missing[0].detail}", file=sys.stderr)
+    return status

@@ -3,9 +3,14 @@
 Each check has an ID (``cluster.hyperpod``), and gives one :class:`Result` per resource it looked at: ``pass``,
 ``warn``, ``fail`` or ``skip`` (with why), the resource, what it found and the command or config key that fixes it.
 Only read calls are made (:class:`~hyperpod_inference.ops.aws.Aws` refuses any other); throttling and access denied
-make that one check ``skip``. The checks inside the cluster need a kubeconfig for it and skip without one. What the
-stack would create is read from the config's plan (:func:`~hyperpod_inference.assembly.plan.plan_config`), as the app
-builds it: stack ``stack_name`` holding one ``HyperPodInference`` of id ``Default``.
+make that one check ``skip``. The checks inside the cluster need a kubeconfig for it and skip without one; a
+kubeconfig that is there but wrong fails ``cluster.kubeconfig``. What the stack would create is read from the config's
+plan (:func:`~hyperpod_inference.assembly.plan.plan_config`), as the app builds it: stack ``stack_name`` holding one
+``HyperPodInference`` of id ``Default``.
+
+"Nothing could be checked" is never a pass: a skipped :data:`REQUIRED_CHECKS` result (no credentials, an expired
+session, access denied on the identity call or the cluster descriptions), or a run whose every result skipped, exits
+:data:`EXIT_INCOMPLETE` (:func:`exit_status`). Every text of a result is one line of bounded length.
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from typing import Any
 
 from ..assembly import plan as plan_objects
 from ..assembly.plan import ConfigPlan, PlanContext, plan_config
-from ..config.loader import DEFAULT_STACK_NAME
+from ..config.loader import DEFAULT_STACK_NAME, ConfigError, load_yaml_text
 from ..config.models import HyperPodConfig
 from ..facts import instances, kubectl, naming
 from ..facts import operator as operator_facts
-from ..facts.rules import role_name_from_arn
+from ..facts.rules import account_root_arn, arn_parts, eks_cluster_admin_policy_arn, role_name_from_arn
 from ..facts.versions import Version
 from .aws import Aws, Skip
 from .kube import Kube, KubeUnavailable, default_kubeconfig
+from .text import one_line
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 
@@ -38,7 +44,14 @@ TOOLKIT_STACK = "CDKToolkit"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "hyperpod-inference-cdk")
 #: The tag CloudFormation puts on the resources a stack creates.
 STACK_TAG = "aws:cloudformation:stack-name"
-CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+#: The checks without which doctor's answer means nothing: when one skips (it could not run), the run exits
+#: EXIT_INCOMPLETE, whatever else passed.
+REQUIRED_CHECKS = ("identity.account", "cluster.hyperpod", "cluster.eks")
+#: doctor's exit statuses (documented in docs/troubleshooting.md and ``doctor --help``).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+#: The longest text of a result's field (an AWS error's message is cut well before).
+MAX_FIELD_CHARS = 1000
+AWS_AUTH = "ConfigMap kube-system/aws-auth"
 OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
 OPERATOR_CRDS = (f"inferenceendpointconfigs.{OPERATOR_GROUP}", f"jumpstartmodels.{OPERATOR_GROUP}")
 EXTERNAL_SECRETS_CRD = "externalsecrets.external-secrets.io"
@@ -52,6 +65,10 @@ class Result:
     resource: str
     detail: str
     fix: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("resource", "detail", "fix"):  # whatever a service answered: one line, bounded
+            object.__setattr__(self, name, one_line(getattr(self, name), MAX_FIELD_CHARS))
 
     def as_json(self) -> dict[str, str]:
         return asdict(self)
@@ -84,6 +101,11 @@ class Context:
     @property
     def eks_name(self) -> str:
         return self.config.cluster.eks_cluster_name or ""
+
+    @property
+    def cluster_admin_policy(self) -> str:
+        """AmazonEKSClusterAdminPolicy's ARN in the partition of the config's Region."""
+        return eks_cluster_admin_policy_arn(self.region)
 
     def identity(self) -> dict:
         return self._once("identity", lambda: self.aws.call("sts", "GetCallerIdentity"))
@@ -118,17 +140,21 @@ class Context:
             return found["addon"] if found else None
         return self._once(f"addon:{name}", read)
 
-    def kube(self) -> Kube:
-        def read() -> Kube | Skip:
+    def kube_client(self) -> Kube | KubeUnavailable:
+        """The cluster's API through the kubeconfig, or why not (read once)."""
+        def read() -> Kube | KubeUnavailable:
             cluster = self.eks_or_skip()
             try:
                 return Kube.from_kubeconfig(self.kubeconfig, cluster_arn=cluster["arn"],
                                             endpoint=cluster.get("endpoint"))
             except KubeUnavailable as err:
-                return Skip(str(err))
-        found = self._once("kube", read)
-        if isinstance(found, Skip):
-            raise found
+                return err
+        return self._once("kube", read)
+
+    def kube(self) -> Kube:
+        found = self.kube_client()
+        if isinstance(found, KubeUnavailable):
+            raise Skip(f"{found} (see cluster.kubeconfig)" if found.broken else str(found))
         return found
 
     def kube_get(self, path: str, *, metadata_only: bool = False) -> tuple[int, dict]:
@@ -282,6 +308,21 @@ def check_kubectl_layer(ctx: Context) -> Iterator[Result]:
                  f"{served}")
 
 
+@check("cluster.kubeconfig", "the kubeconfig has a usable context for the cluster (for the checks inside it)",
+       lambda c: f"kubeconfig {c.kubeconfig}")
+def check_kubeconfig(ctx: Context) -> Iterator[Result]:
+    resource = f"kubeconfig {ctx.kubeconfig}"
+    found = ctx.kube_client()
+    if isinstance(found, Kube):
+        yield Result("cluster.kubeconfig", PASS, resource, f"context {found.context_name}, server {found.server}")
+    elif found.broken:
+        yield Result("cluster.kubeconfig", FAIL, resource, str(found),
+                     f"fix the file, or write it again: aws eks update-kubeconfig --name {ctx.eks_name} --kubeconfig "
+                     f"{ctx.kubeconfig}; or give another with --kubeconfig")
+    else:
+        yield Result("cluster.kubeconfig", SKIP, resource, f"{found}; the checks inside the cluster skip")
+
+
 @check("cluster.oidc-provider", "cluster.oidcProviderArn exists and is the cluster's OIDC issuer",
        lambda c: str(c.config.cluster.oidc_provider_arn))
 def check_oidc(ctx: Context) -> Iterator[Result]:
@@ -337,7 +378,8 @@ def check_kubectl_role(ctx: Context) -> Iterator[Result]:
         yield Result("cluster.kubectl-role", FAIL, arn, "no such IAM role", "set cluster.kubectlRoleArn")
         return
     principals = trusted_principals(found["Role"].get("AssumeRolePolicyDocument"))
-    account_root = {f"arn:aws:iam::{ctx.account}:root", ctx.account, "*"}
+    root = account_root_arn(ctx.region, ctx.account)
+    account_root = {root, ctx.account, "*"}
     caller = ctx.identity()["Arn"]
     if principals & account_root:
         yield Result("cluster.kubectl-role", PASS, arn,
@@ -347,21 +389,58 @@ def check_kubectl_role(ctx: Context) -> Iterator[Result]:
         yield Result("cluster.kubectl-role", FAIL, arn,
                      f"trusts only {', '.join(sorted(principals)) or 'no AWS principal'}; the stack's kubectl handler "
                      f"runs under a role it creates in {ctx.account}, which cannot assume it",
-                     f"add arn:aws:iam::{ctx.account}:root to its trust policy (aws iam update-assume-role-policy "
+                     f"add {root} to its trust policy (aws iam update-assume-role-policy "
                      f"--role-name {role_name_from_arn(arn)} --policy-document file://trust.json)")
 
 
-def _aws_auth_grants(ctx: Context, role_arn: str) -> bool:
-    status, body = ctx.kube_get("/api/v1/namespaces/kube-system/configmaps/aws-auth")
-    if status != 200:
-        return False
-    import yaml
+def _aws_auth_problem(entries: Any) -> str | None:
+    """Why the aws-auth ``mapRoles`` (parsed) is not what the authenticator reads: a list of mappings, each with a
+    ``rolearn`` string and ``groups`` a list of strings. None when it is."""
+    if not isinstance(entries, list):
+        return f"mapRoles must be a list of role mappings, not {type(entries).__name__}"
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            return f"mapRoles entry {i + 1} must be a mapping (rolearn, username, groups), not {type(entry).__name__}"
+        rolearn = entry.get("rolearn")
+        if not isinstance(rolearn, str):
+            return f"mapRoles entry {i + 1} has no rolearn"
+        groups = entry.get("groups", [])
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            shown = "a string" if isinstance(groups, str) else type(groups).__name__
+            return (f"mapRoles entry {i + 1} (rolearn {rolearn}): groups must be a list of group names "
+                    f"(groups: [system:masters]), not {shown}")
+    return None
 
-    name = role_name_from_arn(role_arn)
-    for entry in yaml.safe_load((body.get("data") or {}).get("mapRoles") or "[]") or []:
-        if str(entry.get("rolearn", "")).rsplit("/", 1)[-1] == name and "system:masters" in (entry.get("groups") or []):
-            return True
-    return False
+
+def _aws_auth(ctx: Context, role_arn: str) -> tuple[bool, str | None]:
+    """(the aws-auth ConfigMap maps ``role_arn`` to system:masters, why its mapRoles cannot be read)."""
+    status, body = ctx.kube_get("/api/v1/namespaces/kube-system/configmaps/aws-auth")
+    if status == 404:
+        return False, None
+    if status != 200:
+        raise Skip(f"GET {AWS_AUTH} answered {status}")
+    text = (body.get("data") or {}).get("mapRoles")
+    if text is None:
+        return False, None
+    try:
+        entries = load_yaml_text(str(text), f"{AWS_AUTH} mapRoles") or []
+    except ConfigError as err:
+        return False, f"mapRoles is not valid YAML: {'; '.join(f'{w}: {m}' for w, m in err.problems)}"
+    problem = _aws_auth_problem(entries)
+    if problem:
+        return False, problem
+    granted = any(_same_role(entry["rolearn"], role_arn) and "system:masters" in entry.get("groups", [])
+                  for entry in entries)
+    return granted, None
+
+
+def _same_role(a: str, b: str) -> bool:
+    """Two role ARNs name one role: same partition, account and name (an aws-auth rolearn carries no path)."""
+    try:
+        (pa, _, _, aa), (pb, _, _, ab) = arn_parts(a), arn_parts(b)
+    except ValueError:
+        return False
+    return (pa, aa) == (pb, ab) and role_name_from_arn(a) == role_name_from_arn(b)
 
 
 @check("cluster.access-entry", "an EKS access entry (or aws-auth) makes cluster.kubectlRoleArn cluster admin",
@@ -371,7 +450,7 @@ def check_access_entry(ctx: Context) -> Iterator[Result]:
     resource = f"access entry {role} on {ctx.eks_name}"
     fix = (f"aws eks create-access-entry --cluster-name {ctx.eks_name} --principal-arn {role}; aws eks "
            f"associate-access-policy --cluster-name {ctx.eks_name} --principal-arn {role} --policy-arn "
-           f"{CLUSTER_ADMIN_POLICY} --access-scope type=cluster")
+           f"{ctx.cluster_admin_policy} --access-scope type=cluster")
     mode = str((ctx.eks_or_skip().get("accessConfig") or {}).get("authenticationMode") or "CONFIG_MAP")
     if "API" in mode.split("_AND_") or mode == "API":
         found = ctx.aws.call("eks", "ListAssociatedAccessPolicies", clusterName=ctx.eks_name, principalArn=role,
@@ -380,7 +459,8 @@ def check_access_entry(ctx: Context) -> Iterator[Result]:
             yield Result("cluster.access-entry", FAIL, resource, "the role has no access entry", fix)
             return
         admin = [p for p in (found or {}).get("associatedAccessPolicies") or []
-                 if p.get("policyArn") == CLUSTER_ADMIN_POLICY and (p.get("accessScope") or {}).get("type") == "cluster"]
+                 if p.get("policyArn") == ctx.cluster_admin_policy
+                 and (p.get("accessScope") or {}).get("type") == "cluster"]
         if admin:
             yield Result("cluster.access-entry", PASS, resource, "AmazonEKSClusterAdminPolicy, cluster scope")
             return
@@ -389,7 +469,12 @@ def check_access_entry(ctx: Context) -> Iterator[Result]:
                          "the access entry has no AmazonEKSClusterAdminPolicy with cluster scope", fix)
             return
     resource_map = f"aws-auth mapRoles {role} on {ctx.eks_name}"
-    if _aws_auth_grants(ctx, role):
+    granted, problem = _aws_auth(ctx, role)
+    if problem:
+        yield Result("cluster.access-entry", FAIL, f"{AWS_AUTH} on {ctx.eks_name}",
+                     f"{problem}: the authenticator cannot read the mappings", "kubectl edit configmap aws-auth -n "
+                     "kube-system (each mapRoles entry: rolearn: <ARN>, username: <name>, groups: [<group>, ...])")
+    elif granted:
         yield Result("cluster.access-entry", PASS, resource_map, "mapped to system:masters")
     else:
         yield Result("cluster.access-entry", FAIL, resource,
@@ -944,8 +1029,20 @@ def run(ctx: Context, only: Iterable[str] | None = None) -> list[Result]:
     return results
 
 
+def incomplete(results: list[Result]) -> list[Result]:
+    """The skipped results that make the run say nothing: those of REQUIRED_CHECKS, or every result when all skipped."""
+    skipped = [r for r in results if r.status == SKIP]
+    if results and len(skipped) == len(results):
+        return skipped
+    return [r for r in skipped if r.check in REQUIRED_CHECKS]
+
+
 def exit_status(results: list[Result]) -> int:
-    return 1 if any(r.status == FAIL for r in results) else 0
+    """EXIT_INCOMPLETE when a required check could not run (or nothing could), else EXIT_FAILED when a check failed,
+    else EXIT_OK."""
+    if incomplete(results):
+        return EXIT_INCOMPLETE
+    return EXIT_FAILED if any(r.status == FAIL for r in results) else EXIT_OK
 
 
 def render(results: list[Result]) -> str:

@@ -86,3 +86,33 @@ def test_a_complete_secret_arn_is_granted_exactly():
     grant_secret_read(role, secret_arn=f"{SECRET}-AbCdEf")
     read = next(s for s in _statements(stack) if "secretsmanager:GetSecretValue" in s["Action"])
     assert read["Resource"] == f"{SECRET}-AbCdEf"
+
+
+@pytest.mark.parametrize(("region", "partition", "suffix"), [("cn-north-1", "aws-cn", "amazonaws.com.cn"),
+                                                              ("us-gov-west-1", "aws-us-gov", "amazonaws.com"),
+                                                              ("us-west-2", "aws", "amazonaws.com")])
+def test_the_grants_are_in_the_partition_of_the_stacks_region(region, partition, suffix):
+    # GIVEN a model reader and a token reader in a stack of a China, GovCloud or commercial Region, with their keys
+    stack = cdk.Stack(cdk.App(), "ModelAccess", env=cdk.Environment(account="111122223333", region=region))
+    role = iam.Role(stack, "Reader", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+    key = f"arn:{partition}:kms:{region}:111122223333:key/0a1b2c3d-0000-1111-2222-333344445555"
+    # WHEN both are granted
+    grant_model_read(role, bucket="my-models", prefix="qwen", kms_key_arn=key)
+    grant_secret_read(role, secret_arn=f"arn:{partition}:secretsmanager:{region}:111122223333:secret:hf-token-AbCdEf",
+                      kms_key_arn=key)
+    statements = {s["Action"] if isinstance(s["Action"], str) else s["Action"][0]: s for s in _statements(stack)}
+    # THEN the bucket ARNs name the Region's partition (literal), and KMS is reached through the Region's endpoints
+    assert statements["s3:GetObject"]["Resource"] == f"arn:{partition}:s3:::my-models/qwen/*"
+    assert statements["s3:ListBucket"]["Resource"] == f"arn:{partition}:s3:::my-models"
+    decrypt = [s for s in _statements(stack) if s["Action"] == "kms:Decrypt"]
+    assert {s["Condition"]["StringEquals"]["kms:ViaService"] for s in decrypt} == {
+        f"s3.{region}.{suffix}", f"secretsmanager.{region}.{suffix}"}
+
+
+def test_a_stack_without_a_region_grants_in_the_deploy_time_partition():
+    # GIVEN an environment-agnostic stack / WHEN a model is granted / THEN the partition is AWS::Partition
+    stack = cdk.Stack(cdk.App(), "Agnostic")
+    role = iam.Role(stack, "Reader", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+    grant_model_read(role, bucket="my-models", prefix="qwen")
+    get = next(s for s in _statements(stack) if s["Action"] == "s3:GetObject")
+    assert get["Resource"] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-models/qwen/*"]]}

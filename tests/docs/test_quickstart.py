@@ -128,3 +128,19 @@ def test_troubleshooting_names_every_doctor_check():
     assert named == expected
     mentioned = set(re.findall(r"doctor: `([a-z0-9.-]+)`", text))
     assert mentioned and mentioned <= set(doctor.CHECK_IDS)
+
+
+def test_troubleshooting_documents_the_exit_statuses_the_code_returns():
+    # GIVEN the exit-status table of troubleshooting.md / THEN it has a row for each status doctor and init return,
+    # and their --help texts give the same numbers
+    from hyperpod_inference.ops import cli, init
+
+    table = re.search(r"^\| exit status \| `doctor` \| `init` \|\n\|[-|]+\|\n((?:\|.*\n)+)", TROUBLESHOOTING.read_text(),
+                      flags=re.M).group(1)
+    documented = [int(row.split("|")[1]) for row in table.splitlines()]
+    codes = sorted({doctor.EXIT_OK, doctor.EXIT_FAILED, doctor.EXIT_USAGE, doctor.EXIT_INCOMPLETE,
+                    init.EXIT_WRITTEN, init.EXIT_NOT_WRITTEN, init.EXIT_USAGE, init.EXIT_UNREADABLE})
+    assert documented == codes
+    for help_text in (cli.DOCTOR_EXIT_STATUSES, cli.INIT_EXIT_STATUSES):
+        assert re.findall(r"^  (\d)  ", help_text, flags=re.M) == [str(c) for c in codes]
+    assert ", ".join(doctor.REQUIRED_CHECKS) in cli.DOCTOR_EXIT_STATUSES

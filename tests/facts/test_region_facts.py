@@ -28,6 +28,47 @@ def test_partition_and_domain_suffix_match_region_info_for_every_region():
         assert rules.domain_suffix(region) == info.domain_suffix, region
 
 
+def _botocore_regions() -> list[str]:
+    """Every region botocore's partition and endpoint data name (not the ``<partition>-global`` pseudo-regions of
+    global endpoints, which botocore's ``get_partition_for_region`` refuses too)."""
+    import botocore.session
+
+    session = botocore.session.Session()
+    regions = {r for p in session.get_data("partitions")["partitions"] for r in p.get("regions", {})}
+    regions |= {r for p in session.get_data("endpoints")["partitions"] for r in p.get("regions", {})}
+    return sorted(r for r in regions if not r.endswith("-global"))
+
+
+def test_the_partition_of_every_region_botocore_knows_is_botocores():
+    # GIVEN every region botocore's own data names, and regions not yet launched that its patterns place
+    import botocore.session
+
+    session = botocore.session.Session()
+    regions = _botocore_regions()
+    assert {"us-west-2", "cn-north-1", "us-gov-west-1", "us-isob-east-1", "eusc-de-east-1"} <= set(regions)
+    future = ["cn-south-7", "us-gov-central-3", "ap-newzone-9", "eu-isoe-north-2", "us-isof-west-4", "eusc-de-west-2"]
+    # THEN the facts' partition is botocore's for each
+    mismatched = {r: (rules.partition_of_region(r), session.get_partition_for_region(r)) for r in regions + future
+                  if rules.partition_of_region(r) != session.get_partition_for_region(r)}
+    assert mismatched == {}
+
+
+def test_the_domain_suffix_of_every_partition_is_botocores():
+    import botocore.session
+
+    for partition in botocore.session.Session().get_data("partitions")["partitions"]:
+        region = next(r for r in partition["regions"] if not r.endswith("-global"))
+        assert rules.domain_suffix(region) == partition["outputs"]["dnsSuffix"], partition["id"]
+
+
+def test_arns_built_for_a_region_are_in_its_partition():
+    assert rules.account_root_arn("cn-north-1", "111122223333") == "arn:aws-cn:iam::111122223333:root"
+    assert rules.eks_cluster_admin_policy_arn("us-gov-west-1") == \
+        "arn:aws-us-gov:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    assert rules.eks_cluster_admin_policy_arn("us-west-2") == \
+        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+
+
 def test_a_region_with_no_known_dlc_account_is_an_error_not_a_default():
     # GIVEN a region with no DLC account in the snapshot
     region = "mars-north-1"

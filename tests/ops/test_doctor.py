@@ -264,10 +264,11 @@ def test_each_fault_fails_exactly_its_check_naming_the_resource(account, init_co
 def test_without_a_kubeconfig_the_cluster_checks_skip_with_why(account, init_config):
     # GIVEN no kubeconfig / WHEN doctor runs
     status, results = run_doctor(account, full_config(account, init_config), kubeconfig=False)
-    # THEN the checks inside the cluster skip, naming the missing kubeconfig and the command that writes one;
-    # everything else passes and the run succeeds
+    # THEN the kubeconfig check and the checks inside the cluster skip, naming the missing kubeconfig and the command
+    # that writes one; everything else passes and the run succeeds (a missing kubeconfig is not a broken one)
     skipped = {r["check"]: r["detail"] for r in results if r["status"] == "skip"}
-    assert set(skipped) == {"operator.crds", "cluster.namespaces", "cluster.external-secrets", "cluster.object-owners"}
+    assert set(skipped) == {"cluster.kubeconfig", "operator.crds", "cluster.namespaces", "cluster.external-secrets",
+                            "cluster.object-owners"}
     assert all("no kubeconfig" in why and f"aws eks update-kubeconfig --name {EKS}" in why
                for why in skipped.values())
     assert status == 0
@@ -326,3 +327,175 @@ def test_the_module_entry_point_runs_doctor_with_exit_status(account, init_confi
     _no_bootstrap(account, init_config)
     assert main(["doctor", "-c", str(path), "--only", "identity,bootstrap"]) == 1
     assert "FAIL  bootstrap.cdk-toolkit" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- nothing could be checked is never a pass (exit 3)
+def _answer_with(account: Account, call: str, code: str, status: int = 400, message: str = "no") -> None:
+    """Every call of ``call`` (``<service>.<operation>``, e.g. sts.GetCallerIdentity) answered with an AWS error
+    (registered for the operation, so it comes before the fixture's own answers)."""
+    from botocore.awsrequest import AWSResponse
+
+    session = account.session()
+    session.events.register(f"before-call.{call}", lambda **_: (AWSResponse(None, status, {}, None), {
+        "Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}}))
+    account.session = lambda: session  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(("operation", "code", "says"), [
+    ("sts.GetCallerIdentity", "ExpiredToken", "the AWS credentials have expired"),
+    ("sts.GetCallerIdentity", "InvalidClientTokenId", "the AWS credentials are not valid"),
+    ("sts.GetCallerIdentity", "AccessDenied", "may not call sts:GetCallerIdentity"),
+    ("eks.DescribeCluster", "AccessDeniedException", "may not call eks:DescribeCluster"),
+    ("sagemaker.DescribeCluster", "AccessDeniedException", "may not call sagemaker:DescribeCluster"),
+])
+def test_a_required_check_that_cannot_run_exits_3_and_says_what_to_fix(account, init_config, capsys, operation, code,
+                                                                        says):
+    # GIVEN the identity call (or the cluster descriptions) answered with an expired session / bad keys / access denied
+    _answer_with(account, operation, code)
+    account.calls.clear()
+    # WHEN doctor runs
+    status, results = run_doctor(account, init_config)
+    # THEN exit 3 (never 0), a required check skipped with the reason, and stderr's last line names it
+    assert status == doctor.EXIT_INCOMPLETE
+    required = [r for r in results if r["check"] in doctor.REQUIRED_CHECKS and r["status"] == "skip"]
+    assert required and says in required[0]["detail"]
+    err = capsys.readouterr().err
+    assert err.startswith("doctor: incomplete, nothing above is a pass: ") and says in err
+    if code in ("ExpiredToken", "InvalidClientTokenId"):
+        # and once the credentials proved unusable, nothing else was sent to AWS
+        assert [op for event, _, op in account.calls if event == "provide-client-params"] == ["GetCallerIdentity"]
+
+
+@pytest.mark.parametrize("fault", ["no credentials", "unknown profile"])
+def test_no_credentials_or_an_unknown_profile_exits_3_not_a_pass_or_a_traceback(account, init_config, tmp_path,
+                                                                                 monkeypatch, capsys, fault):
+    # GIVEN `python -m hyperpod_inference doctor` with no credentials anywhere / AWS_PROFILE naming no profile
+    from hyperpod_inference.__main__ import main
+
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    if fault == "unknown profile":
+        monkeypatch.setenv("AWS_PROFILE", "mistyped")
+    else:
+        monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+        monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(init_config))
+    # WHEN doctor runs
+    status = main(["doctor", "-c", str(path), "--kubeconfig", str(account.kubeconfig)])
+    # THEN exit 3, and stderr names what to fix (the counts line is not the last word)
+    out, err = capsys.readouterr()
+    assert status == 3
+    if fault == "unknown profile":
+        assert err == ("doctor: nothing was checked: the AWS profile mistyped (AWS_PROFILE) is not in "
+                       "~/.aws/config or ~/.aws/credentials: aws configure list-profiles, then set AWS_PROFILE to one "
+                       "of them\n")
+    else:
+        assert "SKIP  identity.account" in out and "0 pass" in out
+        assert "identity.account" in err and "no usable AWS credentials" in err and "AWS_PROFILE" in err
+
+
+def test_only_checks_that_all_skip_exit_3(account, init_config):
+    # GIVEN --only the add-on checks, and EKS refusing DescribeAddon to the caller
+    _answer_with(account, "eks.DescribeAddon", "AccessDeniedException")
+    # WHEN doctor runs / THEN every result skipped: nothing was checked, exit 3
+    status, results = run_doctor(account, init_config, "--only", "operator.dependency")
+    assert results and {r["status"] for r in results} == {"skip"}
+    assert status == doctor.EXIT_INCOMPLETE
+
+
+def test_the_exit_statuses_are_in_doctor_s_help(capsys):
+    from hyperpod_inference.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["doctor", "--help"])
+    out = capsys.readouterr().out
+    assert all(f"\n  {n}  " in out for n in range(4)) and "identity.account, cluster.hyperpod, cluster.eks" in out
+
+
+# ----------------------------------------------------------------------------- one line of text, whatever AWS says
+def test_an_html_error_page_is_one_bounded_line_in_the_table_and_the_json(account, init_config, capsys):
+    # GIVEN DescribeAddon answered by moto itself (its HTML 404 page, with newlines), and KMS by a proxy's long page
+    account.left_to_moto.add("DescribeAddon")
+    page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n" + "<p>upstream\nfailed</p>\n" * 200 + \
+        "</body></html>"
+    _answer_with(account, "kms.DescribeKey", "502", status=502, message=page)
+    data = full_config(account, init_config)
+    # WHEN doctor runs, as JSON and as the table
+    _, results = run_doctor(account, data)
+    from hyperpod_inference.ops import cli
+
+    # THEN each result is one line of bounded length, the pages reduced to their text
+    addon = [r for r in results if r["check"] == "operator.addon"][0]
+    assert addon["status"] == "skip" and "eks DescribeAddon answered HTTP 404: 404 Not Found" in addon["detail"]
+    kms = [r for r in results if r["check"] == "kms.key"][0]
+    assert "answered HTTP 502: 502 Bad Gateway upstream failed" in kms["detail"]
+    assert all("\n" not in v and len(v) <= doctor.MAX_FIELD_CHARS for r in results for v in r.values())
+    assert all(len(r["detail"]) < 400 for r in results)
+    table = doctor.render([doctor.Result(**r) for r in results])
+    assert len(table.splitlines()) == len(results) + sum(bool(r["fix"]) and r["status"] != "pass" for r in results) + 1
+    assert cli  # the module run_doctor drives
+
+
+# --------------------------------------------------------------------- the kubeconfig, and aws-auth, as they are
+def test_a_broken_kubeconfig_fails_its_check_naming_the_file(account, init_config):
+    # GIVEN a kubeconfig that is a YAML list
+    account.kubeconfig.write_text("- not\n- a kubeconfig\n")
+    # WHEN doctor runs
+    status, results = run_doctor(account, init_config)
+    # THEN cluster.kubeconfig fails naming the file and the cause; the checks inside the cluster skip; exit 1
+    [kube] = [r for r in results if r["check"] == "cluster.kubeconfig"]
+    assert kube["status"] == "fail" and str(account.kubeconfig) in kube["resource"]
+    assert "is not a mapping" in kube["detail"] and "aws eks update-kubeconfig" in kube["fix"]
+    assert {r["status"] for r in results if r["check"] == "cluster.namespaces"} == {"skip"}
+    assert status == 1
+
+
+AWS_AUTH_PATH = "/api/v1/namespaces/kube-system/configmaps/aws-auth"
+
+
+def _aws_auth_only(account: Account, map_roles: str | None) -> None:
+    """The cluster authenticates through aws-auth only, whose mapRoles is ``map_roles``."""
+    account.eks_patch["accessConfig"] = {"authenticationMode": "CONFIG_MAP"}
+    account.kube.static[AWS_AUTH_PATH] = {"kind": "ConfigMap", "metadata": {"name": "aws-auth"},
+                                          "data": {"mapRoles": map_roles}}
+
+
+@pytest.mark.parametrize(("map_roles", "says"), [
+    ("rolearn: x\ngroups: [system:masters]\n", "mapRoles must be a list of role mappings, not dict"),
+    ("- just a string\n", "mapRoles entry 1 must be a mapping"),
+    ("- rolearn: [\n", "mapRoles is not valid YAML"),
+    ("- rolearn: {role}\n  username: admin\n  groups: system:masters\n",
+     "mapRoles entry 1 (rolearn {role}): groups must be a list of group names (groups: [system:masters]), not a "
+     "string"),
+    ("- username: admin\n  groups: [system:masters]\n", "mapRoles entry 1 has no rolearn"),
+])
+def test_a_malformed_aws_auth_fails_naming_the_configmap_and_the_entry(account, init_config, map_roles, says):
+    # GIVEN an aws-auth-only cluster whose mapRoles is malformed (groups as a string would match by substring)
+    role = account.ids["kubectl_role"]
+    _aws_auth_only(account, map_roles.format(role=role))
+    # WHEN doctor runs
+    status, results = run_doctor(account, init_config)
+    # THEN cluster.access-entry fails naming the ConfigMap and the cause, never a pass or a traceback
+    [entry] = [r for r in results if r["check"] == "cluster.access-entry"]
+    assert entry["status"] == "fail", entry
+    assert entry["resource"] == f"ConfigMap kube-system/aws-auth on {EKS}"
+    assert says.format(role=role) in entry["detail"]
+    assert status == 1
+
+
+def test_aws_auth_mapping_the_role_to_system_masters_passes(account, init_config):
+    # GIVEN the same cluster with a well-formed mapRoles (another account's role of the same name listed first)
+    role = account.ids["kubectl_role"]
+    other = role.replace(ACCOUNT, OTHER_ACCOUNT)
+    _aws_auth_only(account, f"- rolearn: {other}\n  groups: [system:masters]\n"
+                            f"- rolearn: {role}\n  username: admin\n  groups:\n    - system:masters\n")
+    # WHEN doctor runs / THEN the access check passes through aws-auth
+    _, results = run_doctor(account, init_config)
+    [entry] = [r for r in results if r["check"] == "cluster.access-entry"]
+    assert (entry["status"], entry["detail"]) == ("pass", "mapped to system:masters")
+    # and a mapping of only the other account's role of that name does not
+    _aws_auth_only(account, f"- rolearn: {other}\n  groups: [system:masters]\n")
+    _, results = run_doctor(account, init_config)
+    assert [r["status"] for r in results if r["check"] == "cluster.access-entry"] == ["fail"]

@@ -123,3 +123,122 @@ def test_add_ons_that_cannot_be_listed_leave_a_note_not_an_error(account):
     assert status == 0
     load_config(path)
     assert "the add-ons could not be listed (the caller may not call eks:ListAddons" in path.read_text()
+
+
+# ------------------------------------------------------------------------ what AWS answers never breaks the file
+#: Text with every YAML indicator that breaks a pasted line: ': ', '#', quotes, line breaks of each kind, a control
+#: character, an HTML page, and non-ASCII letters.
+NASTY = ("gpu: \"q\" 'x' # not a comment\n- item: [a, {b}] &anchor *alias !tag |\r\n\x85next\u2028line\x07 "
+         "<html><title>502</title></html> ünïcødé 漢字")
+
+
+def _comments(text: str) -> list[str]:
+    return [line.split("#", 1)[1] for line in text.splitlines() if line.lstrip().startswith("#")]
+
+
+def test_moto_s_html_404_for_list_addons_becomes_one_line_in_a_file_that_parses_and_validates(account, capsys):
+    # GIVEN ListAddons answered by moto itself: an HTML page with newlines, HTTP 404 (as a proxy's error page would be)
+    account.left_to_moto.add("ListAddons")
+    # WHEN init runs
+    status, path = run_init(account)
+    # THEN it writes the config: it parses, validates, and says on one line why the add-ons could not be listed
+    assert status == 0, capsys.readouterr().err
+    text = path.read_text(encoding="utf-8")
+    yaml.safe_load(text)
+    load_config(path)
+    [note] = [line for line in text.splitlines() if line.lstrip().startswith("dependencies:")]
+    assert "the add-ons could not be listed (eks ListAddons answered HTTP 404: 404 Not Found" in note
+    assert "<" not in note and len(note) < 500
+
+
+def test_text_with_yaml_indicators_in_every_place_init_writes_one_keeps_the_file_valid(account, capsys):
+    # GIVEN AWS answers carrying NASTY wherever init writes AWS text: the instance group names (comments), the
+    # Kubernetes version (a comment), the add-ons' error (a note); and a HyperPod name with it on the command line
+    account.hyperpod_patch["InstanceGroups"] = [
+        {"InstanceGroupName": f"{NASTY} {i}", "InstanceType": itype, "CurrentCount": 1, "Status": "InService",
+         "ExecutionRole": f"arn:aws:iam::{ACCOUNT}:role/hp-node-role", "ThreadsPerCore": 1,
+         "LifeCycleConfig": {"SourceS3Uri": "s3://b/p", "OnCreate": "on_create.sh"}}
+        for i, itype in enumerate(["ml.g5.8xlarge", "ml.m5.xlarge"])]
+    account.eks_patch["version"] = NASTY
+    from botocore.awsrequest import AWSResponse
+
+    session = account.session()
+    session.events.register("before-call.eks.ListAddons", lambda **_: (AWSResponse(None, 500, {}, None), {
+        "Error": {"Code": "InternalFailure", "Message": NASTY}, "ResponseMetadata": {"HTTPStatusCode": 500}}))
+    account.session = lambda: session  # type: ignore[method-assign]
+    # WHEN init runs
+    status, path = run_init(account)
+    # THEN the file parses to exactly the values init found, validates, every comment is one line of printable
+    # text, and the non-ASCII names survive as written
+    assert status == 0, capsys.readouterr().err
+    text = path.read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    assert data["cluster"]["eksClusterName"] == EKS and data["cluster"]["hyperpodClusterArn"] == HYPERPOD_ARN
+    load_config(path)
+    assert all("\r" not in c and "\x85" not in c and "\u2028" not in c and "\x07" not in c for c in _comments(text))
+    assert "instance group gpu: \"q\" 'x' # not a comment - item:" in text
+    assert "ünïcødé 漢字 0: 1 x ml.g5.8xlarge" in text
+    assert "(eks ListAddons failed: InternalFailure gpu:" in text
+    # and the commented-out endpoint under the group is YAML once uncommented
+    block = [line.removeprefix("  # ") for line in text.splitlines() if line.startswith("  # ") and
+             not line.startswith("  # instance group")]
+    assert yaml.safe_load("\n".join(block))[0]["instanceType"] == "ml.g5.8xlarge"
+
+
+def test_a_config_that_would_not_validate_is_not_written_and_the_error_names_the_real_path(account, capsys):
+    # GIVEN an EKS cluster whose VPC ID the config refuses (an answer no real EKS gives, with a line break)
+    account.eks_patch["resourcesVpcConfig"] = {"vpcId": "vpc-ünï\ncode: 1", "subnetIds": []}
+    # WHEN init runs
+    status, path = run_init(account)
+    # THEN exit 1, nothing is written (no file, no temporary file), and the error names the file asked for and the key
+    err = capsys.readouterr().err
+    assert status == 1
+    assert not path.exists() and not list(path.parent.glob(".init-*"))
+    assert f"{path}: cluster.vpcId" in err and ".init-" not in err
+
+
+def test_a_folder_that_does_not_exist_is_an_error_not_a_traceback(account, capsys):
+    status, path = run_init(account, output=account.tmp / "no-such-folder" / "c.yaml")
+    assert status == 1
+    assert f"cannot write {path}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fault", ["unknown profile", "no credentials", "expired session", "access denied"])
+def test_aws_that_cannot_be_read_exits_3_naming_the_fix_and_writes_nothing(account, tmp_path, monkeypatch, capsys,
+                                                                            fault):
+    # GIVEN the environment of `python -m hyperpod_inference init` with one fault in the AWS configuration
+    from botocore.awsrequest import AWSResponse
+
+    from hyperpod_inference.__main__ import main
+    from hyperpod_inference.ops import aws as ops_aws
+
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    if fault == "unknown profile":
+        monkeypatch.setenv("AWS_PROFILE", "mistyped")
+    elif fault == "no credentials":
+        for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            monkeypatch.delenv(var)
+    else:
+        code = "ExpiredTokenException" if fault == "expired session" else "AccessDeniedException"
+        real = ops_aws.Aws.client
+
+        def answering(self, service):
+            client = real(self, service)
+            client.meta.events.register("before-call", lambda **_: (AWSResponse(None, 400, {}, None), {
+                "Error": {"Code": code, "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": 400}}))
+            return client
+
+        monkeypatch.setattr(ops_aws.Aws, "client", answering)
+    output = tmp_path / "out.yaml"
+    # WHEN init runs
+    status = main(["init", "--hyperpod-cluster", "hp-cluster", "--region", REGION, "-o", str(output)])
+    # THEN exit 3, no file, and one line naming the output and what to fix
+    err = capsys.readouterr().err
+    assert status == 3, err
+    assert not output.exists()
+    assert err.startswith(f"init: nothing written to {output}: ") and err.count("\n") == 1
+    assert {"unknown profile": "the AWS profile mistyped", "no credentials": "no usable AWS credentials",
+            "expired session": "the AWS credentials have expired",
+            "access denied": "may not call sagemaker:DescribeCluster"}[fault] in err
