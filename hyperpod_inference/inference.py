@@ -278,6 +278,7 @@ class HyperPodInference(Construct):
                 alarm_scopes=self._alarm_scopes,
                 capture_bucket=self.capture.bucket_name if self.capture else None,
                 work_group=self.capture_analytics.work_group_name if self.capture_analytics else None)
+            outputs.observability_outputs(self, self.observability, self.region)
         outputs.nested_stack_outputs(self, self.nested_stacks, self.region)
         self._endpoint_outputs = outputs.fold_outputs(self.stack, list(self.nested_stacks.values()),
                                                       self._endpoint_outputs)

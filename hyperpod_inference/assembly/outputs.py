@@ -14,6 +14,8 @@ from ..constructs.analytics import CaptureAnalytics
 from ..constructs.data_capture import DataCaptureStorage
 from ..constructs.domain import CustomDomain, delegation_instructions
 from ..constructs.endpoint_verification import EndpointVerification
+from ..constructs.observability import InferenceObservability
+from ..facts import alarms as alarm_facts
 from ..facts.naming import pascal
 from . import plan_commands as commands
 from .limits import MAX_OUTPUTS, template_counts
@@ -87,6 +89,34 @@ def capture_outputs(owner: Construct, capture: DataCaptureStorage, analytics: Ca
             work_group=analytics.work_group_name, region=region, latency_sql=analytics.latency_query_string))
     if analytics.results_lifecycle_to_add:
         cdk.CfnOutput(owner, "CaptureQueryResultsLifecycleToAdd", value=analytics.results_lifecycle_to_add)
+
+
+def observability_outputs(owner: Construct, obs: InferenceObservability, region: str) -> None:
+    """The dashboards' console addresses, the alarm topic and how to subscribe to it, and what the owner of a
+    subscribed queue or function must add so the topic can deliver to it."""
+    stack = cdk.Stack.of(owner)
+    for i, name in enumerate(obs.dashboard_names):
+        url = alarm_facts.dashboard_url(region, name)
+        if url:
+            cdk.CfnOutput(owner, f"DashboardUrl{i + 1 if i else ''}", value=url,
+                          description=f"CloudWatch dashboard {name}")
+    if obs.topic is None:
+        return
+    cdk.CfnOutput(owner, "AlarmTopicArn", value=obs.topic.topic_arn,
+                  description="The SNS topic the endpoints' composite alarms notify (on alarm and on recovery)")
+    cdk.CfnOutput(owner, "AlarmSubscribeCommand", value=commands.join_commands([commands.subscribe_argv(
+        topic_arn=obs.topic.topic_arn, region=region)]), description=(
+        "Subscribe someone to the alarms: put in the address (or --protocol https|sqs|lambda and its endpoint); an "
+        "e-mail or https subscriber confirms from the message SNS sends"))
+    if obs.queue_statements:
+        cdk.CfnOutput(owner, "AlarmQueuePolicyToAdd", value=stack.to_json_string(obs.queue_statements), description=(
+            "Subscribed queues (imported, so not changed by the stack): statements each owner adds to its queue "
+            "policy; a queue encrypted with a customer managed key also needs sns.amazonaws.com allowed "
+            "kms:GenerateDataKey* and kms:Decrypt in that key's policy"))
+    if obs.function_permissions:
+        cdk.CfnOutput(owner, "AlarmFunctionPermissionToAdd", value=commands.join_commands(obs.function_permissions),
+                      description="Subscribed Lambda functions (imported, so not changed by the stack): the command "
+                                  "each owner runs so the topic may invoke it")
 
 
 def nested_stack_outputs(owner: Construct, nested_stacks: dict[tuple[str, str | None], cdk.NestedStack],

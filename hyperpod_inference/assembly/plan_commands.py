@@ -82,6 +82,13 @@ def invoke_output(endpoint: Endpoint, *, region: str) -> str | None:
     return COMMAND_SEPARATOR.join(parts) if parts else None
 
 
+def subscribe_argv(*, topic_arn: str, region: str, protocol: str = "email",
+                   endpoint: str = "<you@example.com>") -> list[str]:
+    """``aws sns subscribe`` to the alarm topic (the output shows an e-mail placeholder to fill in)."""
+    return ["aws", "sns", "subscribe", "--topic-arn", topic_arn, "--protocol", protocol,
+            "--notification-endpoint", endpoint, "--region", region]
+
+
 def capture_list_command(s3_uri: str) -> str:
     """``aws s3 ls <s3Uri>/ --recursive``: every captured object."""
     return shlex.join(["aws", "s3", "ls", f"{s3_uri.rstrip('/')}/", "--recursive"])

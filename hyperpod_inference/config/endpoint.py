@@ -13,6 +13,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ..facts import instances as instance_table
+from ..facts import metrics as metric_facts
 from ..facts import production as prod_facts
 from ..facts import rules
 from ..facts.runtimes import PRESETS
@@ -36,6 +37,7 @@ from .model_source import ModelSource
 from .observability import EndpointAlarms
 from .production import (
     AutoScalingSpec,
+    CloudWatchTrigger,
     CrdPaths,
     EnvValue,
     ImageCache,
@@ -55,6 +57,7 @@ from .production import (
     Tag,
     crd,
     resource_problems,
+    trigger_locations,
 )
 
 
@@ -387,6 +390,7 @@ class Endpoint(Strict):
         if self.health_check_path is not None and self.load_balancer and self.load_balancer.health_check_path:
             e.append(_err(("loadBalancer", "healthCheckPath"), "give the health check path once: healthCheckPath or "
                           "loadBalancer.healthCheckPath"))
+        e += self._trigger_rules()
         irs = self.intelligent_routing_spec
         if self.auto_scaling_spec is not None and irs is not None and irs.auto_scaling_spec is not None:
             e.append(_err(("intelligentRoutingSpec", "autoScalingSpec"),
@@ -565,6 +569,19 @@ class Endpoint(Strict):
         """The container port the model server listens on (``port``, else the runtime preset's)."""
         preset = PRESETS.get(self.effective_runtime or "")
         return self.port or (preset.port if preset else 8080)
+
+    def _trigger_rules(self) -> list[InitErrorDetails]:
+        """A CloudWatch trigger on a namespace whose metrics exist only per dimensions must name them
+        (``facts.metrics.TRIGGER_DIMENSIONS``): without, KEDA never gets a value and the endpoint never scales."""
+        e: list[InitErrorDetails] = []
+        for loc, trigger in trigger_locations(self):
+            if isinstance(trigger, CloudWatchTrigger):
+                problem = metric_facts.trigger_dimensions_problem(
+                    trigger.namespace, [d.name for d in trigger.dimensions or ()],
+                    endpoint_name=self.sagemaker_endpoint_name, namespace_k8s=self.namespace, name=self.name)
+                if problem:
+                    e.append(_err((*loc, "dimensions"), problem))
+        return e
 
     def _pod_rules(self, jsm: bool) -> list[InitErrorDetails]:
         """Probe ports the container serves; SageMaker's tag rules."""

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..facts import alarms as alarm_facts
 from ..facts import metrics as facts
+from .base import _err, _raise_all
 from .production import CrdPaths, NoCrd, _Strict
 from .warnings import ConfigWarning, endpoint_rule
 
@@ -45,6 +47,14 @@ def _shape(pattern: str, what: str) -> AfterValidator:
 SnsTopicArn = Annotated[str, _shape(facts.SNS_TOPIC_ARN, "an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)")]
 WorkspaceArn = Annotated[str, _shape(facts.APS_WORKSPACE_ARN, "an Amazon Managed Prometheus workspace ARN "
                                      "(arn:aws:aps:<region>:<account>:workspace/ws-...)")]
+def _subscription(value: str) -> str:
+    parsed = alarm_facts.parse_subscription(value)
+    if isinstance(parsed, str):
+        raise PydanticCustomError("subscription", "{problem}", {"problem": parsed})
+    return value.strip()
+
+
+SubscriptionEndpoint = Annotated[str, AfterValidator(_subscription)]
 Percent = Annotated[float, Field(gt=0, le=100)]
 LatencyMs = Annotated[int, Field(ge=1, le=3_600_000)]
 NoInvocationsMinutes = Annotated[int, Field(ge=5, le=1440, multiple_of=5)]
@@ -53,13 +63,16 @@ NoInvocationsMinutes = Annotated[int, Field(ge=5, le=1440, multiple_of=5)]
 class Alarms(_Strict):
     """Where alarms go and their default thresholds; absent = no alarms."""
 
-    crd_paths: ClassVar[CrdPaths] = _aws_side("sns_topic_arn", "create_topic", "error_rate_percent", "p99_latency_ms",
-                                              "evaluation_periods", "no_invocations_minutes")
+    crd_paths: ClassVar[CrdPaths] = _aws_side("sns_topic_arn", "create_topic", "subscriptions", "error_rate_percent",
+                                              "p99_latency_ms", "evaluation_periods", "no_invocations_minutes")
 
     sns_topic_arn: SnsTopicArn | None = None
     """An existing SNS topic the alarms notify (exclusive with createTopic)."""
     create_topic: bool = False
     """Create an encrypted SNS topic named after the stack (exclusive with snsTopicArn)."""
+    subscriptions: list[SubscriptionEndpoint] | None = Field(default=None, max_length=100)
+    """Who the created topic notifies: e-mail addresses, https:// URLs, SQS queue or Lambda function ARNs (the
+    protocol is inferred; queues and functions in the stack's region). Needs createTopic: true."""
     error_rate_percent: Percent = DEFAULT_ERROR_RATE_PERCENT
     """Alarm when 4xx + 5xx responses exceed this share of invocations (percent). Default 5."""
     p99_latency_ms: LatencyMs = DEFAULT_P99_LATENCY_MS
@@ -75,7 +88,23 @@ class Alarms(_Strict):
         # app, which has only the file, requires one (config.cross_rules.cluster_import_problems).
         if self.sns_topic_arn is not None and self.create_topic:
             raise PydanticCustomError("config", "give snsTopicArn or createTopic: true, not both")
+        errors = []
+        if self.subscriptions and not self.create_topic:
+            errors.append(_err(("subscriptions",), "subscribes to the topic the stack creates: needs createTopic: true "
+                               "(subscribe a topic of your own, snsTopicArn, with aws sns subscribe)"))
+        seen: set[str] = set()
+        for i, endpoint in enumerate(self.subscriptions or []):
+            if endpoint in seen:
+                errors.append(_err(("subscriptions", i), f"{endpoint} is listed twice"))
+            seen.add(endpoint)
+        _raise_all(type(self), errors)
         return self
+
+    @property
+    def parsed_subscriptions(self) -> list[alarm_facts.Subscription]:
+        """``subscriptions`` with their protocols (validated: each parses)."""
+        return [s for s in map(alarm_facts.parse_subscription, self.subscriptions or [])
+                if isinstance(s, alarm_facts.Subscription)]
 
 
 class Observability(_Strict):

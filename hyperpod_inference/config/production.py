@@ -732,7 +732,8 @@ def trigger_locations(ep: Any) -> list[tuple[Loc, CloudWatchTrigger | Prometheus
     return out
 
 
-def _path(loc: Loc) -> str:
+def config_path(loc: Loc) -> str:
+    """``("autoScalingSpec", "cloudWatchTriggerList", 0)`` -> ``autoScalingSpec.cloudWatchTriggerList[0]``."""
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
@@ -752,7 +753,7 @@ def _replicas_outside_autoscaling(ep: Any, config: Any) -> Iterator[ConfigWarnin
         if loc in (("autoScalingSpec",), ("intelligentRoutingSpec", "autoScalingSpec")) \
                 and not spec.min_replicas <= ep.replicas <= spec.max_replicas:
             yield ConfigWarning("replicasOutsideAutoscaling", "replicas", f"replicas ({ep.replicas}) is outside "
-                                f"{_path(loc)}'s range [{spec.min_replicas}, {spec.max_replicas}]; KEDA will move it")
+                                f"{config_path(loc)}'s range [{spec.min_replicas}, {spec.max_replicas}]; KEDA will move it")
 
 
 @endpoint_rule("triggerSingleAndList")
@@ -761,7 +762,7 @@ def _trigger_single_and_list(ep: Any, config: Any) -> Iterator[ConfigWarning]:
         for single, many, kind in ((spec.cloud_watch_trigger, spec.cloud_watch_trigger_list, "cloudWatchTrigger"),
                                    (spec.prometheus_trigger, spec.prometheus_trigger_list, "prometheusTrigger")):
             if single is not None and many:
-                yield ConfigWarning("triggerSingleAndList", f"{_path(loc)}.{kind}", f"both {kind} and {kind}List are "
+                yield ConfigWarning("triggerSingleAndList", f"{config_path(loc)}.{kind}", f"both {kind} and {kind}List are "
                                     f"set; the operator uses only {kind}List")
 
 
@@ -774,8 +775,8 @@ def _activation_with_min_replicas(ep: Any, config: Any) -> Iterator[ConfigWarnin
             if tloc[:len(loc)] == loc and len(tloc) > len(loc) and tloc[len(loc)] in (
                     "cloudWatchTrigger", "cloudWatchTriggerList", "prometheusTrigger", "prometheusTriggerList") \
                     and trig.activation_target_value is not None:
-                yield ConfigWarning("activationWithMinReplicas", _path(tloc) + ".activationTargetValue",
-                                    f"activationTargetValue only matters when scaling from zero; {_path(loc)}."
+                yield ConfigWarning("activationWithMinReplicas", config_path(tloc) + ".activationTargetValue",
+                                    f"activationTargetValue only matters when scaling from zero; {config_path(loc)}."
                                     f"minReplicaCount is {spec.min_replicas}")
 
 
@@ -783,7 +784,7 @@ def _activation_with_min_replicas(ep: Any, config: Any) -> Iterator[ConfigWarnin
 def _scale_to_zero_verify(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     for loc, spec in autoscaling_locations(ep):
         if spec.min_replicas == 0 and ep.verify is not None:
-            yield ConfigWarning("scaleToZeroVerify", f"{_path(loc)}.minReplicaCount", "minReplicaCount 0 with verify: "
+            yield ConfigWarning("scaleToZeroVerify", f"{config_path(loc)}.minReplicaCount", "minReplicaCount 0 with verify: "
                                 "the endpoint may have scaled to zero when the check invokes it")
 
 
@@ -863,7 +864,7 @@ def _weight_cache_without_nvme(ep: Any, config: Any) -> Iterator[ConfigWarning]:
 @endpoint_rule("requestNearInstanceLimit")
 def _request_near_instance_limit(ep: Any, config: Any) -> Iterator[ConfigWarning]:
     for loc, message in ep.request_limit_findings(warn=True):
-        yield ConfigWarning("requestNearInstanceLimit", _path(loc), message)
+        yield ConfigWarning("requestNearInstanceLimit", config_path(loc), message)
 
 
 @endpoint_rule("specOverridesUnchecked")

@@ -4,7 +4,8 @@ Layout of one dashboard (the grid is 24 wide): a header row (title, links to the
 workgroup, the capture bucket's size and object count when capture is on); per namespace a row with a text widget
 naming its endpoints with their SageMaker names and URLs and its load balancers' metrics (``SEARCH`` over the ALBs the
 controller names after the namespace); then one row per endpoint: requests, 4xx and 5xx with ModelLatency
-p50/p90/p99 on the right axis. Past 100 endpoints (for readability; CloudWatch's limit is 500 widgets) a dashboard's
+p50/p90/p99 on the right axis, and beside it, for an endpoint that autoscales on CloudWatch, the metric each trigger
+reads (its statistic and period, as KEDA queries it) against the trigger's target. Past 100 endpoints (for readability; CloudWatch's limit is 500 widgets) a dashboard's
 endpoints continue on the next one (``<name>-2``, ...).
 """
 
@@ -15,12 +16,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..facts import alarms as alarm_facts
 from ..facts import metrics as m
-from .observed import TROUBLESHOOTING_URL, ObservedEndpoint
+from ..facts import naming
+from .observed import TROUBLESHOOTING_URL, ObservedEndpoint, ScalingMetric
 
 ROW_HEIGHT = 5
 PERIOD = 300
 WIDGETS_PER_ENDPOINT = 1
+#: The width of an endpoint's autoscaling widget (its requests and latency take the rest of the row).
+SCALING_WIDTH = 8
 NAMESPACE_WIDGETS = 3
 #: Rows per dashboard before the next one starts: a choice for readability (CloudWatch's limit is 500 widgets).
 ENDPOINTS_PER_DASHBOARD = 100
@@ -42,10 +47,6 @@ def dashboard_name(scope: str, region: str, index: int = 0) -> str:
     and _. Dashboards are global to the account, so the region is in the name (the same stack in two regions)."""
     base = re.sub(r"[^A-Za-z0-9_-]", "-", f"{scope}-{region}")[:230]
     return f"{base}-inference" + (f"-{index + 1}" if index else "")
-
-
-def dashboard_url(region: str, name: str) -> str:
-    return f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#dashboards/dashboard/{name}"
 
 
 def _sm(metric: str, endpoint_name: str, **options: Any) -> list[Any]:
@@ -74,18 +75,38 @@ def endpoint_line(ep: ObservedEndpoint) -> str:
 
 
 def endpoint_row(ep: ObservedEndpoint, y: int, region: str) -> list[dict[str, Any]]:
-    """One endpoint's row (with a SageMaker endpoint): requests, 4xx and 5xx (left axis) and ModelLatency
-    p50/p90/p99 in microseconds (right axis), 24 wide. One widget, since every byte of it is paid per endpoint."""
+    """One endpoint's row: with a SageMaker endpoint, requests, 4xx and 5xx (left axis) and ModelLatency p50/p90/p99
+    in microseconds (right axis), in one widget, since every byte of it is paid per endpoint; with CloudWatch
+    autoscaling triggers, the metrics they read beside it (:func:`scaling_widget`)."""
+    scaling = scaling_widget(ep, y, region, m.DASHBOARD_GRID_WIDTH - SCALING_WIDTH) if ep.scaling else None
     if not ep.sagemaker_endpoint_name:
-        return []
+        return [scaling] if scaling else []
     name = ep.sagemaker_endpoint_name
     right = {"yAxis": "right"}
-    return [_metric_widget(0, y, m.DASHBOARD_GRID_WIDTH, f"{ep.key}: requests, 4xx, 5xx · latency µs (right)",
-                           region, [
-                               _sm("Invocations", name), [".", "Invocation4XXErrors", ".", ".", ".", "."],
-                               [".", "Invocation5XXErrors", ".", ".", ".", "."],
-                               [".", "ModelLatency", ".", ".", ".", ".", {"stat": "p50", **right}],
-                               ["...", {"stat": "p90", **right}], ["...", {"stat": "p99", **right}]], stat="Sum")]
+    width = m.DASHBOARD_GRID_WIDTH - (SCALING_WIDTH if scaling else 0)
+    return [_metric_widget(0, y, width, f"{ep.key}: requests, 4xx, 5xx · latency µs (right)", region, [
+        _sm("Invocations", name), [".", "Invocation4XXErrors", ".", ".", ".", "."],
+        [".", "Invocation5XXErrors", ".", ".", ".", "."],
+        [".", "ModelLatency", ".", ".", ".", ".", {"stat": "p50", **right}],
+        ["...", {"stat": "p90", **right}], ["...", {"stat": "p99", **right}]], stat="Sum"), *([scaling] if scaling else [])]
+
+
+def _scaling_label(s: ScalingMetric) -> str:
+    return f"{s.metric} ({s.stat}, {s.period} s)"
+
+
+def scaling_widget(ep: ObservedEndpoint, y: int, region: str, x: int) -> dict[str, Any]:
+    """The metric each CloudWatch autoscaling trigger of ``ep`` reads, with the statistic and period KEDA queries,
+    and the trigger's target as a horizontal line (per replica when ``metricType`` is Average, KEDA's default)."""
+    rows: list[Any] = []
+    lines = []
+    for s in ep.scaling:
+        dims = [part for pair in s.dimensions for part in pair]
+        rows.append([s.namespace, s.metric, *dims, {"stat": s.stat, "period": s.period, "label": _scaling_label(s)}])
+        lines.append({"label": f"{s.where}: target {s.target:g}" + (" per replica" if s.per_replica else ""),
+                      "value": s.target})
+    return _metric_widget(x, y, SCALING_WIDTH, f"{ep.key}: what autoscaling reads", region, rows,
+                          annotations={"horizontal": lines})
 
 
 def _alb_search(namespace: str, metric: str, stat: str, label: str, ident: str) -> dict[str, Any]:
@@ -122,8 +143,9 @@ def header(info: StackInfo, y: int, *, part: int, parts: int) -> list[dict[str, 
     title = f"# HyperPod inference: {info.scope}" + (f" ({part + 1} of {parts})" if parts > 1 else "")
     links = [f"[Troubleshooting]({TROUBLESHOOTING_URL}) (and docs/troubleshooting.md, docs/observability.md)"]
     if info.work_group:
-        links.append(f"Captured data: Athena workgroup `{info.work_group}` "
-                     f"([console](https://{info.region}.console.aws.amazon.com/athena/home?region={info.region}))")
+        home = alarm_facts.console_home(info.region)
+        console = f" ([console]({home}/athena/home?region={info.region}))" if home else ""
+        links.append(f"Captured data: Athena workgroup `{info.work_group}`{console}")
     widgets: list[dict[str, Any]] = []
     width = m.DASHBOARD_GRID_WIDTH if not info.capture_bucket else m.DASHBOARD_GRID_WIDTH // 2
     widgets.append(_text(0, y, width, 3, title + "\n\n" + " · ".join(links)))
@@ -137,6 +159,11 @@ def header(info: StackInfo, y: int, *, part: int, parts: int) -> list[dict[str, 
     return widgets
 
 
+def _widgets(ep: ObservedEndpoint) -> int:
+    """The widgets of an endpoint's row: its requests and latency, and its autoscaling metrics."""
+    return WIDGETS_PER_ENDPOINT + (1 if ep.scaling else 0)
+
+
 def _split(endpoints: list[ObservedEndpoint]) -> list[list[ObservedEndpoint]]:
     """Endpoints per dashboard: at most ENDPOINTS_PER_DASHBOARD (so one stays readable), and never past CloudWatch's
     widget limit."""
@@ -144,11 +171,11 @@ def _split(endpoints: list[ObservedEndpoint]) -> list[list[ObservedEndpoint]]:
     widgets = 2  # header
     namespaces: set[str] = set()
     for ep in endpoints:
-        cost = WIDGETS_PER_ENDPOINT + (NAMESPACE_WIDGETS if ep.namespace not in namespaces else 0)
+        cost = _widgets(ep) + (NAMESPACE_WIDGETS if ep.namespace not in namespaces else 0)
         if widgets + cost > m.DASHBOARD_MAX_WIDGETS or len(parts[-1]) >= ENDPOINTS_PER_DASHBOARD:
             parts.append([])
             widgets, namespaces = 2, set()
-            cost = WIDGETS_PER_ENDPOINT + NAMESPACE_WIDGETS
+            cost = _widgets(ep) + NAMESPACE_WIDGETS
         parts[-1].append(ep)
         namespaces.add(ep.namespace)
         widgets += cost
@@ -194,12 +221,12 @@ ALARM_KINDS = ("error-rate", "p99-latency", "no-invocations", "health")
 
 def alarm_name(scope: str, ep: ObservedEndpoint, kind: str) -> str:
     assert kind in ALARM_KINDS
-    name = f"{scope}-{ep.namespace}-{ep.name}-{kind}"
-    return name[: m.ALARM_NAME_MAX]
+    return naming.alarm_name(scope, ep.namespace, ep.name, kind)
 
 
 def alarm_description(ep: ObservedEndpoint, kind: str, *, dashboard: str | None, region: str) -> str:
-    """What happened, in words for the person on call, what to look at, and how to silence or tune it."""
+    """What happened, in words for the person on call, what to look at (the dashboard's console address, or its name
+    where the partition has no public console address), and how to silence or tune it."""
     t = ep.thresholds
     assert t is not None
     window = f"{t.evaluation_periods} consecutive 5-minute periods"
@@ -210,7 +237,7 @@ def alarm_description(ep: ObservedEndpoint, kind: str, *, dashboard: str | None,
         "no-invocations": f"no invocations for {t.no_invocations_minutes} minutes (is traffic reaching it?)",
         "health": "one of its alarms (error rate, p99 latency, no invocations) is firing",
     }[kind]
-    look = f"Dashboard: {dashboard_url(region, dashboard)}. " if dashboard else ""
+    look = f"Dashboard: {alarm_facts.dashboard_url(region, dashboard) or dashboard}. " if dashboard else ""
     text = (f"HyperPod inference {ep.key} (SageMaker endpoint {ep.sagemaker_endpoint_name}): {what}. {look}"
             f"Status: kubectl get {ep.resource} {ep.name} -n {ep.namespace} -o jsonpath='{{.status}}'. "
             "Tune or silence: endpoints[].alarms in the config (docs/observability.md).")

@@ -2,8 +2,8 @@
 Grafana Foundation SDK (no aws_cdk).
 
 The same rows as the CloudWatch dashboard, one per endpoint (request rate, error ratio, latency and TTFB
-p50/p90/p99, concurrency), plus KV-cache panels when ``kvCacheSpec`` is on and router panels when
-``intelligentRoutingSpec`` is on. Every query selects the endpoint by its ``namespace`` and ``resource_name`` labels;
+p50/p90/p99, concurrency), plus KV-cache panels when ``kvCacheSpec`` is on, router panels when
+``intelligentRoutingSpec`` is on, and the query each Prometheus autoscaling trigger reads, against its target. Every query selects the endpoint by its ``namespace`` and ``resource_name`` labels;
 the data source is a dashboard variable (``datasource``, any Prometheus data source), so the file imports anywhere.
 """
 
@@ -70,6 +70,12 @@ def endpoint_panels(ep: ObservedEndpoint) -> list[timeseries.Panel]:
         _check("router_cpu_usage_percent")
         panels.append(_panel(f"{ep.name}: router CPU", "percent",
                              [(f"avg(router_cpu_usage_percent{s})", "router CPU")], 24))
+    if ep.scaling_queries:
+        # the trigger's own query (the user's PromQL), and its target as a constant series
+        panels.append(_panel(f"{ep.name}: what autoscaling reads", "short", [
+            target for q in ep.scaling_queries for target in (
+                (q.query, q.where), (f"vector({q.target:g})", f"{q.where}: target"
+                                     + (" per replica" if q.per_replica else "")))], 24))
     return panels
 
 

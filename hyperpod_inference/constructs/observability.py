@@ -7,27 +7,37 @@
 * ``alarms``: per endpoint with a SageMaker endpoint name and alarms on, error rate (metric math over Invocations
   and the 4xx/5xx counts), p99 ModelLatency, the opt-in no-invocations alarm, and a composite alarm over them that
   is the only one notifying the topic (one page per endpoint, not three). The topic: ``alarm_topic`` (an imported
-  ``sns.ITopic``), else ``snsTopicArn``, else a created topic encrypted with a created key CloudWatch may use.
+  ``sns.ITopic``), else ``snsTopicArn``, else a created topic encrypted with a created key. A created topic's policy
+  keeps CDK's TLS-only deny and lets ``cloudwatch.amazonaws.com`` publish for this stack's composite alarms only
+  (``aws:SourceAccount`` and ``aws:SourceArn``); the key lets it use the key under the same conditions. The alarms
+  are named by the stack, so their ARNs are written out: no reference to them (which would be a cycle through the
+  key, that the topic needs and the alarms name) and no wait. ``alarms.subscriptions`` subscribe to it; a queue's or
+  function's owner adds the access the stack prints (an imported resource is never re-policied).
 * ``prometheusWorkspaceArn``: one ``AWS::APS::RuleGroupsNamespace`` with :mod:`.prometheus_rules`'s file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 from collections.abc import Mapping
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration, Stack, Token, region_info
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ..config.observability import Observability
+from ..facts import alarms as alarm_facts
 from ..facts import metrics as m
 from . import cloudwatch_layout as layout
 from .grafana_dashboard import grafana_dashboard
@@ -51,8 +61,11 @@ class InferenceObservability(Construct):
         endpoint, so a fleet's alarms spread over its templates like its endpoints). Default: this construct.
 
     Attributes: ``dashboard_names``, ``dashboards``, ``alarms`` (endpoint key -> {kind: alarm}), ``topic``,
-    ``rule_groups`` (the RuleGroupsNamespace or None), ``rules`` (the rule file or None), ``grafana`` (the JSON model
-    or None).
+    ``topic_key`` (the created topic's key, or None), ``created_topic`` (the topic when the construct created it),
+    ``source_arns`` (the alarm ARNs or ARN pattern CloudWatch may publish for), ``queue_statements`` (what each
+    subscribed queue's owner adds to its queue policy), ``function_permissions`` (``aws lambda add-permission``
+    argvs for each subscribed function's owner), ``rule_groups`` (the RuleGroupsNamespace or None), ``rules`` (the
+    rule file or None), ``grafana`` (the JSON model or None).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, scope_name: str, endpoints: list[ObservedEndpoint],
@@ -68,6 +81,11 @@ class InferenceObservability(Construct):
         self.dashboards: list[cw.CfnDashboard] = []
         self.alarms: dict[str, dict[str, cw.IAlarm]] = {}
         self.topic: sns.ITopic | None = None
+        self.topic_key: kms.Key | None = None
+        self.created_topic: sns.Topic | None = None
+        self.source_arns: list[str] = []
+        self.queue_statements: list[dict] = []
+        self.function_permissions: list[list[str]] = []
         self.rule_groups: aps.CfnRuleGroupsNamespace | None = None
         self.rules: str | None = None
         self.grafana: dict | None = None
@@ -87,6 +105,9 @@ class InferenceObservability(Construct):
             for ep in endpoints:
                 if ep.thresholds is not None and ep.sagemaker_endpoint_name:
                     self.alarms[ep.key] = self._endpoint_alarms(ep)
+            if self.created_topic is not None:
+                self._let_cloudwatch_publish([layout.alarm_name(scope_name, ep, "health") for ep in endpoints
+                                              if ep.key in self.alarms])
         if settings.prometheus_workspace_arn:
             self.rules = rule_file(endpoints, scope_name)
             self.rule_groups = aps.CfnRuleGroupsNamespace(
@@ -103,14 +124,67 @@ class InferenceObservability(Construct):
         if alarms.sns_topic_arn:
             return sns.Topic.from_topic_arn(self, "AlarmTopic", alarms.sns_topic_arn)
         # CloudWatch cannot publish to a topic under the AWS managed SNS key: a key of the stack, which CloudWatch
-        # may use for exactly that.
-        key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True,
-                      description=f"Encrypts {self.scope_name}'s inference alarm topic (hyperpod-inference-cdk)")
-        key.add_to_resource_policy(iam.PolicyStatement(
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"]))
-        return sns.Topic(self, "AlarmTopic", topic_name=_topic_name(self.scope_name), master_key=key,
-                         enforce_ssl=True, display_name=f"{self.scope_name} inference alarms")
+        # may use for exactly this stack's alarms (the statement comes with the alarms' names)
+        key = self.topic_key = kms.Key(
+            self, "AlarmTopicKey", enable_key_rotation=True,
+            description=f"Encrypts {self.scope_name}'s inference alarm topic (hyperpod-inference-cdk)")
+        topic = self.created_topic = sns.Topic(
+            self, "AlarmTopic", topic_name=_topic_name(self.scope_name), master_key=key, enforce_ssl=True,
+            display_name=f"{self.scope_name} inference alarms")
+        for sub in alarms.parsed_subscriptions:
+            self._subscribe(topic, sub)
+        return topic
+
+    def _source_arns(self, alarm_names: list[str]) -> list[str]:
+        """The ARNs of the alarms that notify the topic; past :data:`~..facts.alarms.SOURCE_ARNS_MAX_CHARS` (or with
+        no alarm yet) the pattern of this stack's alarm names (``<scope>-*``)."""
+        stack = Stack.of(self)
+        partition = None if Token.is_unresolved(self.region) else region_info.RegionInfo.get(self.region).partition
+        def arn(name: str) -> str:
+            return alarm_facts.alarm_arn(partition or Aws.PARTITION, self.region, stack.account, name)
+        arns = [arn(name) for name in alarm_names]
+        if not arns or sum(len(a) for a in arns) > alarm_facts.SOURCE_ARNS_MAX_CHARS:
+            return [arn(f"{self.scope_name}-*")]
+        return arns
+
+    def _let_cloudwatch_publish(self, alarm_names: list[str]) -> None:
+        """The created topic's policy and key let CloudWatch publish for this stack's alarms only."""
+        assert self.created_topic is not None and self.topic_key is not None
+        self.source_arns = self._source_arns(alarm_names)
+        exact = not self.source_arns[0].endswith("-*")
+        conditions = {"StringEquals": {alarm_facts.SOURCE_ACCOUNT: Stack.of(self).account},
+                      "ArnEquals" if exact else "ArnLike": {alarm_facts.SOURCE_ARN: self.source_arns}}
+        cloudwatch = iam.ServicePrincipal(alarm_facts.CLOUDWATCH_PRINCIPAL)
+        self.created_topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowCloudWatchAlarmsOfThisStack", principals=[cloudwatch], actions=[alarm_facts.PUBLISH_ACTION],
+            resources=[self.created_topic.topic_arn], conditions=conditions))
+        self.topic_key.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowCloudWatchAlarmsOfThisStack", principals=[cloudwatch], actions=list(alarm_facts.KEY_ACTIONS),
+            resources=["*"], conditions=conditions))
+
+    def _subscribe(self, topic: sns.Topic, sub: alarm_facts.Subscription) -> None:
+        """One of ``alarms.subscriptions``. A queue or function is imported, never re-policied: what its owner adds
+        goes to ``queue_statements`` / ``function_permissions`` (stack outputs)."""
+        if sub.protocol == "email":
+            topic.add_subscription(subscriptions.EmailSubscription(sub.endpoint))
+        elif sub.protocol == "https":
+            topic.add_subscription(subscriptions.UrlSubscription(sub.endpoint))
+        elif sub.protocol == "sqs":
+            queue = sqs.Queue.from_queue_arn(self, f"Subscriber{_digest(sub.endpoint)}", sub.endpoint)
+            topic.add_subscription(subscriptions.SqsSubscription(queue))
+            self.queue_statements.append({
+                "Sid": "AllowHyperPodInferenceAlarmTopic", "Effect": "Allow",
+                "Principal": {"Service": alarm_facts.SNS_PRINCIPAL}, "Action": "sqs:SendMessage",
+                "Resource": sub.endpoint, "Condition": {"ArnEquals": {alarm_facts.SOURCE_ARN: topic.topic_arn}}})
+        else:
+            function = lambda_.Function.from_function_attributes(
+                self, f"Subscriber{_digest(sub.endpoint)}", function_arn=sub.endpoint, same_environment=False,
+                skip_permissions=True)
+            topic.add_subscription(subscriptions.LambdaSubscription(function))
+            self.function_permissions.append([
+                "aws", "lambda", "add-permission", "--function-name", sub.endpoint,
+                "--statement-id", _topic_name(self.scope_name)[:100], "--action", "lambda:InvokeFunction",
+                "--principal", alarm_facts.SNS_PRINCIPAL, "--source-arn", topic.topic_arn, "--region", sub.region or ""])
 
     # ------------------------------------------------------------------------------------------------- alarms
     def _endpoint_alarms(self, ep: ObservedEndpoint) -> dict[str, cw.IAlarm]:
@@ -187,14 +261,26 @@ class InferenceObservability(Construct):
 
 
 def _check_regions(settings: Observability, region: str) -> None:
-    """The topic the alarms notify and the workspace the rules go to must be in the stack's region."""
+    """The topic the alarms notify, its queue and function subscribers, and the workspace the rules go to must be in
+    the stack's region (and partition)."""
+    if Token.is_unresolved(region):
+        return
     problems = []
     for path, arn in (("observability.alarms.snsTopicArn", settings.alarms.sns_topic_arn if settings.alarms else None),
                       ("observability.prometheusWorkspaceArn", settings.prometheus_workspace_arn)):
-        if arn and not re.match(r"^\$\{Token", region) and arn.split(":")[3] != region:
+        if arn and arn.split(":")[3] != region:
             problems.append(f"{path}: must be in the stack's region ({region}), got {arn.split(':')[3]}")
+    for i, sub in enumerate(settings.alarms.parsed_subscriptions if settings.alarms else []):
+        problem = alarm_facts.subscription_place_problem(sub, region=region)
+        if problem:
+            problems.append(f"observability.alarms.subscriptions[{i}]: {sub.endpoint} {problem}")
     if problems:
         raise ValueError("; ".join(problems))
+
+
+def _digest(value: str) -> str:
+    """A short stable id for an imported subscriber (its logical IDs do not move when others are added)."""
+    return hashlib.sha256(value.encode()).hexdigest()[:10]
 
 
 def _topic_name(scope: str) -> str:

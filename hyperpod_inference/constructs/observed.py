@@ -1,8 +1,9 @@
 """What the observability builders need of each endpoint, as plain values (no aws_cdk: testable without jsii).
 
 :func:`observed_endpoints` turns config endpoints and the ``observability`` section into :class:`ObservedEndpoint`
-values: names, the SageMaker endpoint name, the features that add panels, and the resolved alarm thresholds
-(the endpoint's ``alarms`` over ``observability.alarms``; None when the endpoint's alarms are off).
+values: names, the SageMaker endpoint name, the features that add panels, the resolved alarm thresholds
+(the endpoint's ``alarms`` over ``observability.alarms``; None when the endpoint's alarms are off), and what its
+autoscaling triggers read (so the dashboards show the metric each trigger scales on).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from ..config.observability import (
     DEFAULT_P99_LATENCY_MS,
     Observability,
 )
+from ..config.production import CloudWatchTrigger, PrometheusTrigger, config_path, trigger_locations
+from ..facts.production import CLOUDWATCH_TRIGGER_DEFAULTS
 
 #: AWS's troubleshooting page for HyperPod model deployment (the project's own is docs/troubleshooting.md).
 TROUBLESHOOTING_URL = ("https://docs.aws.amazon.com/sagemaker/latest/dg/"
@@ -32,6 +35,30 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
+class ScalingMetric:
+    """The CloudWatch metric an autoscaling trigger reads, as KEDA queries it (the CRD's defaults filled in)."""
+
+    where: str  # the trigger's config path, e.g. autoScalingSpec.cloudWatchTrigger
+    namespace: str
+    metric: str
+    dimensions: tuple[tuple[str, str], ...]
+    stat: str
+    period: int
+    target: float
+    per_replica: bool  # metricType Average: KEDA aims at target per replica
+
+
+@dataclass(frozen=True)
+class ScalingQuery:
+    """The PromQL query a Prometheus autoscaling trigger reads."""
+
+    where: str
+    query: str
+    target: float
+    per_replica: bool
+
+
+@dataclass(frozen=True)
 class ObservedEndpoint:
     name: str
     namespace: str
@@ -43,6 +70,8 @@ class ObservedEndpoint:
     thresholds: Thresholds | None = None
     #: The custom resource's kind, lowercased as kubectl takes it.
     resource: str = "inferenceendpointconfig"
+    scaling: tuple[ScalingMetric, ...] = ()
+    scaling_queries: tuple[ScalingQuery, ...] = ()
 
     @property
     def key(self) -> str:
@@ -70,14 +99,36 @@ def thresholds_for(endpoint: Endpoint, observability: Observability) -> Threshol
         no_invocations_minutes=pick("no_invocations_minutes", None))  # type: ignore[arg-type]
 
 
+def scaling_of(endpoint: Endpoint) -> tuple[tuple[ScalingMetric, ...], tuple[ScalingQuery, ...]]:
+    """What each autoscaling trigger the operator uses reads (every ``autoScalingSpec`` of the endpoint)."""
+    metrics: list[ScalingMetric] = []
+    queries: list[ScalingQuery] = []
+    defaults = CLOUDWATCH_TRIGGER_DEFAULTS
+    for loc, trigger in trigger_locations(endpoint):
+        where = config_path(loc)
+        per_replica = (trigger.metric_type or defaults["metricType"]) == "Average"
+        if isinstance(trigger, CloudWatchTrigger):
+            metrics.append(ScalingMetric(
+                where, trigger.namespace, trigger.metric_name,
+                tuple((d.name, d.value) for d in trigger.dimensions or ()),
+                trigger.metric_stat or defaults["metricStat"],
+                trigger.metric_collection_period or defaults["metricCollectionPeriod"],
+                trigger.target_value, per_replica))
+        elif isinstance(trigger, PrometheusTrigger):
+            queries.append(ScalingQuery(where, trigger.query, trigger.target_value, per_replica))
+    return tuple(metrics), tuple(queries)
+
+
 def observed_endpoints(endpoints: Iterable[Endpoint], observability: Observability) -> list[ObservedEndpoint]:
     out = []
     for ep in endpoints:
         metrics = ep.metrics.enabled if ep.metrics is not None and ep.metrics.enabled is not None else True
+        scaling, queries = scaling_of(ep)
         out.append(ObservedEndpoint(
             name=ep.name, namespace=ep.namespace, sagemaker_endpoint_name=ep.sagemaker_endpoint_name,
             url=f"https://{ep.domain_name}" if ep.domain_name else None,
             kv_cache=ep.kv_cache_spec is not None, routing=ep.intelligent_routing_spec is not None,
             pod_metrics=bool(metrics), thresholds=thresholds_for(ep, observability),
-            resource="jumpstartmodel" if ep.is_jumpstart else "inferenceendpointconfig"))
+            resource="jumpstartmodel" if ep.is_jumpstart else "inferenceendpointconfig", scaling=scaling,
+            scaling_queries=queries))
     return out

@@ -20,6 +20,8 @@ SAGEMAKER_METRICS_DOC = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitor
 SAGEMAKER_MULTI_CONTAINER_DOC = "https://docs.aws.amazon.com/sagemaker/latest/dg/multi-container-metrics.html"
 ALB_METRICS_DOC = ("https://docs.aws.amazon.com/elasticloadbalancing/latest/application/"
                    "load-balancer-cloudwatch-metrics.html")
+NLB_METRICS_DOC = ("https://docs.aws.amazon.com/elasticloadbalancing/latest/network/"
+                   "load-balancer-cloudwatch-metrics.html")
 ALB_CONTROLLER_NAMING = ("https://github.com/kubernetes-sigs/aws-load-balancer-controller/blob/main/pkg/ingress/"
                          "model_build_load_balancer.go")
 S3_METRICS_DOC = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html"
@@ -60,6 +62,7 @@ class PromLabel:
 # ---------------------------------------------------------------------------------------------------- CloudWatch
 SAGEMAKER_NS = "AWS/SageMaker"
 ALB_NS = "AWS/ApplicationELB"
+NLB_NS = "AWS/NetworkELB"
 S3_NS = "AWS/S3"
 #: The one variant a HyperPod-registered endpoint has (the autoscaling doc's CloudWatch trigger uses it).
 VARIANT = "AllTraffic"
@@ -100,6 +103,63 @@ ALB_NAME_NAMESPACE_CHARS = 8
 def alb_name_prefix(namespace: str) -> str:
     """``k8s-<first 8 alphanumerics of the namespace>-``: the start of every ALB name of that namespace."""
     return f"{ALB_NAME_PREFIX}{''.join(c for c in namespace if c.isalnum())[:ALB_NAME_NAMESPACE_CHARS]}-"
+
+
+# ----------------------------------------------------------------------------------- what an autoscaling trigger reads
+@dataclass(frozen=True)
+class TriggerDimensions:
+    """A namespace whose metrics exist only per some dimensions: a CloudWatch trigger there that names none never
+    gets a value (KEDA reads a metric without dimensions, which is never published), so the endpoint never scales."""
+
+    namespace: str
+    dimensions: tuple[str, ...]  # its metrics are published under these
+    required: tuple[str, ...]  # a trigger must name each of these (empty: at least one of ``dimensions``)
+    known_at_synth: bool  # can the config know the values (the SageMaker endpoint name) or not (an ALB's name)
+    why: str
+    source: str
+
+
+TRIGGER_DIMENSIONS: dict[str, TriggerDimensions] = {t.namespace: t for t in (
+    TriggerDimensions(SAGEMAKER_NS, _SM_DIMS, _SM_DIMS, True,
+                      "a SageMaker endpoint's metrics are published per EndpointName and VariantName (AllTraffic for a "
+                      "HyperPod-registered endpoint)", HYPERPOD_AUTOSCALING_DOC + " ; " + SAGEMAKER_METRICS_DOC),
+    TriggerDimensions(ALB_NS, ("LoadBalancer", "TargetGroup", "AvailabilityZone"), (), False,
+                      "every Application Load Balancer metric is published per LoadBalancer, TargetGroup or "
+                      "AvailabilityZone, and the operator's load balancer controller names the ALB and its target "
+                      "groups when it creates them, after the deploy", ALB_METRICS_DOC + " ; " + ALB_CONTROLLER_NAMING),
+    TriggerDimensions(NLB_NS, ("LoadBalancer", "TargetGroup", "AvailabilityZone"), (), False,
+                      "every Network Load Balancer metric is published per LoadBalancer, TargetGroup or "
+                      "AvailabilityZone, named when the load balancer is created, after the deploy", NLB_METRICS_DOC),
+)}
+#: What to scale on instead: metrics whose every dimension the config knows.
+SCALE_ON_INVOCATIONS = ("namespace: AWS/SageMaker, metricName: Invocations, dimensions EndpointName: {name} and "
+                        "VariantName: AllTraffic")
+SCALE_ON_PODS = ('a prometheusTrigger over the pod metrics (e.g. sum(rate(model_invocations_total{{namespace="{ns}",'
+                 'resource_name="{ep}"}}[1m])) or model_concurrent_requests) in your Amazon Managed Prometheus '
+                 'workspace')
+
+
+def trigger_dimensions_problem(namespace: str, dimensions: list[str], *, endpoint_name: str | None, namespace_k8s: str,
+                               name: str) -> str | None:
+    """Why a CloudWatch trigger on ``namespace`` with ``dimensions`` (their names) can never fire, naming what to
+    scale on instead; None when it can (or the namespace is not one this table knows)."""
+    need = TRIGGER_DIMENSIONS.get(namespace)
+    if need is None:
+        return None
+    missing = [d for d in need.required if d not in dimensions]
+    if dimensions and not missing:
+        return None
+    pods = SCALE_ON_PODS.format(ns=namespace_k8s, ep=name)
+    if need.known_at_synth:
+        if endpoint_name is None:
+            return (f"{need.why}, and this endpoint has no sagemakerEndpointName; set it and give dimensions "
+                    f"EndpointName: <sagemakerEndpointName> and VariantName: {VARIANT}, or scale on {pods}")
+        return (f"{need.why}: add {', '.join(missing) or 'the dimensions'} (EndpointName: {endpoint_name}, "
+                f"VariantName: {VARIANT}), or the trigger never gets a value")
+    instead = SCALE_ON_INVOCATIONS.format(name=endpoint_name) if endpoint_name else \
+        "AWS/SageMaker Invocations (set sagemakerEndpointName)"
+    return (f"{need.why}: with no dimensions this trigger never gets a value. Scale on {instead}, known at synth, or "
+            f"on {pods}; or give the dimensions")
 
 
 # ---------------------------------------------------------------------------------------------------- Prometheus

@@ -16,6 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from .metrics import ALARM_NAME_MAX
 from .operator import EXECUTION_ROLE_NAME_PREFIX, TLS_BUCKET_PREFIX
 from .rules import is_deploy_time
 
@@ -207,6 +208,12 @@ def name_scope(stack_name: str, construct_id: str) -> str:
     """What every name a ``HyperPodInference`` chooses carries, so two stacks (or two constructs in one stack) never
     collide: the stack's name, with the construct's id when it is not ``Default``."""
     return stack_name if construct_id == "Default" else f"{stack_name}-{construct_id}"
+
+
+def alarm_name(scope_name: str, namespace: str, endpoint_name: str, kind: str) -> str:
+    """``<scope>-<namespace>-<name>-<kind>`` (cut at :data:`~.metrics.ALARM_NAME_MAX`): an endpoint's alarm (``health`` is the composite that
+    notifies the topic). Known at synth, so the topic policy names the alarms' ARNs without referring to them."""
+    return f"{scope_name}-{namespace}-{endpoint_name}-{kind}"[:ALARM_NAME_MAX]
 
 
 def service_account_role_name(scope_name: str, namespace: str, owner: str, purpose: str) -> str:

@@ -43,6 +43,8 @@ TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256  # SageMaker tags (spec.tags become the en
 
 # CRD defaults, written only when the user sets the field; used by rules that compare against an unset field.
 AUTOSCALING_DEFAULTS = {"minReplicaCount": 1, "maxReplicaCount": 5}
+# autoScalingSpec.cloudWatchTrigger (CRD defaults): what KEDA queries when the field is unset.
+CLOUDWATCH_TRIGGER_DEFAULTS = {"metricStat": "Average", "metricCollectionPeriod": 300, "metricType": "Average"}
 DEFAULT_MAX_DEPLOY_SECONDS = 3600
 DEFAULT_METRICS_PORT = 8080
 

@@ -1004,6 +1004,8 @@ def check_keys(ctx: Context) -> Iterator[Result]:
         yield from _each("kms.key", f"{key} {arn}", one)
 
 
+from . import doctor_alarms as doctor_alarms  # noqa: E402  (registers alarms.topic with the checks above)
+
 # -------------------------------------------------------------------------------------------------------- runner
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
 

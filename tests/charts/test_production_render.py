@@ -234,5 +234,5 @@ def test_a_whole_stack_with_production_fields_synthesizes_and_its_review_manifes
     # THEN the review manifest carries the custom resource with the production fields and the override
     (cr,) = [o for o in synth.custom_resources() if o["metadata"]["name"] == "llama-chat"]
     assert cr["spec"]["tolerations"] == OVERRIDES["tolerations"]
-    assert cr["spec"]["autoScalingSpec"]["cloudWatchTrigger"]["metricName"] == "RequestCountPerTarget"
+    assert cr["spec"]["autoScalingSpec"]["cloudWatchTrigger"]["metricName"] == "Invocations"
     assert crd_errors({**cr, "spec": {k: v for k, v in cr["spec"].items() if k != "tolerations"}}, "v3.3") == []

@@ -91,3 +91,65 @@ def test_endpoint_alarms_without_anywhere_to_go_warn():
     config = parse_config(_config(alarms={"p99LatencyMs": 500}))
     ids = [w.id for w in endpoint_warnings(config.endpoints[0], config)]
     assert "alarmsUnused" in ids
+
+
+def test_subscriptions_take_each_protocol_inferred_from_the_value():
+    values = ["oncall@example.com", "https://hooks.example.com/alarms?team=a",
+              "arn:aws:sqs:us-west-2:111122223333:oncall", "arn:aws:lambda:us-west-2:111122223333:function:pager:live"]
+    alarms = parse_config(_config({"alarms": {"createTopic": True, "subscriptions": values}})).observability.alarms
+    assert [(s.protocol, s.endpoint) for s in alarms.parsed_subscriptions] == [
+        ("email", values[0]), ("https", values[1]), ("sqs", values[2]), ("lambda", values[3])]
+    assert [s.imported for s in alarms.parsed_subscriptions] == [False, False, True, True]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("http://hooks.example.com/alarms", "an http:// URL would carry the alarm unencrypted; give the endpoint's https://"),
+    ("arn:aws:sqs:us-west-2:111122223333:oncall.fifo", "a FIFO queue receives only from a FIFO topic"),
+    ("arn:aws:sns:us-west-2:111122223333:other", "neither a standard SQS queue nor a Lambda function"),
+    ("oncall", "must be an e-mail address, an https:// URL, or an SQS queue or Lambda function ARN"),
+    ("https:///no-host", "a URL must be https://<host>/..."),
+    ("+15555550100", "must be an e-mail address"),
+])
+def test_a_subscription_that_cannot_be_one_is_refused_at_its_index(value, message):
+    problems = _problems(_config({"alarms": {"createTopic": True, "subscriptions": ["ok@example.com", value]}}))
+    assert [(p, m.startswith(message) or message in m) for p, m in problems] == [
+        ("observability.alarms.subscriptions[1]", True)], problems
+
+
+def test_subscriptions_need_the_created_topic_and_are_listed_once():
+    assert _problems(_config({"alarms": {"snsTopicArn": TOPIC, "subscriptions": ["a@example.com"]}})) == [
+        ("observability.alarms.subscriptions", "subscribes to the topic the stack creates: needs createTopic: true "
+                                               "(subscribe a topic of your own, snsTopicArn, with aws sns subscribe)")]
+    assert _problems(_config({"alarms": {"createTopic": True, "subscriptions": ["a@example.com", "a@example.com"]}})) \
+        == [("observability.alarms.subscriptions[1]", "a@example.com is listed twice")]
+
+
+def test_the_observed_endpoint_carries_what_its_triggers_read_with_the_crds_defaults():
+    # GIVEN the default config's trigger, and a router trigger that sets neither statistic, period nor metric type
+    router = {"namespace": "AWS/SageMaker", "metricName": "Invocations", "targetValue": 7, "metricType": "Value",
+              "dimensions": [{"name": "EndpointName", "value": "qwen-chat"}, {"name": "VariantName",
+                                                                             "value": "AllTraffic"}]}
+    data = _config()
+    data["endpoints"][0]["intelligentRoutingSpec"] = {"enabled": True, "autoScalingSpec": {"cloudWatchTrigger": router}}
+    data["endpoints"][0].pop("autoScalingSpec")
+    config = parse_config(data)
+    (ep,) = observed_endpoints(config.endpoints, config.observability)
+    (scaling,) = ep.scaling
+    # THEN the dashboard reads it as KEDA does: Average over 300 s unless set (the CRD's defaults)
+    assert (scaling.where, scaling.stat, scaling.period, scaling.target, scaling.per_replica) == (
+        "intelligentRoutingSpec.autoScalingSpec.cloudWatchTrigger", "Average", 300, 7.0, False)
+    (shipped,) = observed_endpoints(parse_config(_config()).endpoints, config.observability)
+    assert [(s.metric, s.stat, s.period, s.per_replica) for s in shipped.scaling] == [("Invocations", "Sum", 60, True)]
+
+
+def test_the_observability_pages_example_is_a_valid_section():
+    # GIVEN docs/observability.md's first YAML block (the observability section and an endpoint's alarms)
+    import re
+
+    from tests.synth_helpers import REPO
+
+    block = re.search(r"```yaml\n(.*?)```", (REPO / "docs" / "observability.md").read_text(), re.S).group(1)
+    example = __import__("yaml").safe_load(block)
+    # WHEN it is put into the default config THEN it loads, with each subscription's protocol
+    config = parse_config(_config(example["observability"], alarms=example["endpoints"][0]["alarms"]))
+    assert [s.protocol for s in config.observability.alarms.parsed_subscriptions] == ["email", "https", "sqs", "lambda"]

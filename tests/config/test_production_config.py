@@ -16,7 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "hyperpod.yaml").read_text())
 DEFAULT["endpoints"][0].pop("autoScalingSpec")  # the default config's own trigger: each test sets what it tests
 AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd"
-CW = {"namespace": "AWS/ApplicationELB", "metricName": "RequestCountPerTarget", "targetValue": 100}
+CW = {"namespace": "AWS/SageMaker", "metricName": "Invocations", "targetValue": 100,
+      "dimensions": [{"name": "EndpointName", "value": "qwen-chat"}, {"name": "VariantName", "value": "AllTraffic"}]}
+#: The default config's old trigger: an ALB metric with no dimensions, which is never published.
+ALB = {"namespace": "AWS/ApplicationELB", "metricName": "RequestCountPerTarget", "targetValue": 100}
 PROM = {"serverAddress": AMP, "query": "sum(rate(vllm:num_requests_running[1m]))", "targetValue": 10}
 
 
@@ -52,6 +55,26 @@ INVALID = [
      "default is 5"),
     ("cloudwatch-needs-namespace", config(autoScalingSpec={"cloudWatchTrigger": {**CW, "namespace": None}}),
      "endpoints[0].autoScalingSpec.cloudWatchTrigger.namespace", ""),
+    ("alb-trigger-without-dimensions", config(autoScalingSpec={"cloudWatchTrigger": ALB}),
+     "endpoints[0].autoScalingSpec.cloudWatchTrigger.dimensions",
+     "with no dimensions this trigger never gets a value. Scale on namespace: AWS/SageMaker, metricName: Invocations, "
+     "dimensions EndpointName: qwen-chat and VariantName: AllTraffic"),
+    ("alb-trigger-in-a-list", config(autoScalingSpec={"cloudWatchTriggerList": [CW, ALB]}),
+     "endpoints[0].autoScalingSpec.cloudWatchTriggerList[1].dimensions", "prometheusTrigger over the pod metrics"),
+    ("alb-trigger-no-sagemaker-name", config(sagemakerEndpointName=None, dataCapture=None, verify=None,
+                                             autoScalingSpec={"cloudWatchTrigger": ALB}),
+     "endpoints[0].autoScalingSpec.cloudWatchTrigger.dimensions", "AWS/SageMaker Invocations (set sagemakerEndpointName)"),
+    ("sagemaker-trigger-without-variant", config(autoScalingSpec={"cloudWatchTrigger": {
+        **CW, "dimensions": [{"name": "EndpointName", "value": "qwen-chat"}]}}),
+     "endpoints[0].autoScalingSpec.cloudWatchTrigger.dimensions", "add VariantName (EndpointName: qwen-chat, "
+                                                                   "VariantName: AllTraffic)"),
+    ("sagemaker-trigger-without-a-sagemaker-endpoint", config(
+        sagemakerEndpointName=None, dataCapture=None, verify=None,
+        autoScalingSpec={"cloudWatchTrigger": {**CW, "dimensions": None}}),
+     "endpoints[0].autoScalingSpec.cloudWatchTrigger.dimensions", "this endpoint has no sagemakerEndpointName"),
+    ("router-alb-trigger", config(intelligentRoutingSpec={"enabled": True, "autoScalingSpec": {
+        "cloudWatchTrigger": ALB}}),
+     "endpoints[0].intelligentRoutingSpec.autoScalingSpec.cloudWatchTrigger.dimensions", "never gets a value"),
     ("cloudwatch-needs-metric", config(autoScalingSpec={"cloudWatchTriggerList": [{"namespace": "A", "targetValue": 1}]}),
      "endpoints[0].autoScalingSpec.cloudWatchTriggerList[0].metricName", "Field required"),
     ("cloudwatch-needs-target", config(autoScalingSpec={"cloudWatchTrigger": {"namespace": "A", "metricName": "M"}}),
@@ -410,3 +433,23 @@ def test_loading_a_config_reads_no_model_source():
     # THEN no source was read (inspect.findsource is under every inspect.getsource*: descriptions are read only
     # when a schema is made)
     assert done.returncode == 0
+
+
+def test_a_load_balancer_trigger_with_its_dimensions_is_accepted():
+    # GIVEN the ALB metric with the target group named (the user found it after a deploy) THEN the rule lets it be
+    target_group = {"name": "TargetGroup", "value": "targetgroup/k8s-inference-qwenchat/0123456789abcdef"}
+    cfg = parse_config(config(autoScalingSpec={"cloudWatchTrigger": {**ALB, "dimensions": [target_group]}}))
+    assert cfg.endpoints[0].auto_scaling_spec.cloud_watch_trigger.dimensions[0].name == "TargetGroup"
+    # AND a namespace the table does not know is the user's to judge
+    assert parse_config(config(autoScalingSpec={"cloudWatchTrigger": {
+        "namespace": "AWS/SQS", "metricName": "ApproximateNumberOfMessagesVisible", "targetValue": 5}}))
+
+
+def test_the_default_config_scales_on_a_metric_whose_every_dimension_it_knows():
+    # GIVEN hyperpod.yaml as shipped WHEN loaded THEN its trigger reads the SageMaker endpoint's Invocations by the
+    # endpoint's own sagemakerEndpointName and the one variant a HyperPod endpoint has
+    ep = parse_config(yaml.safe_load((REPO / "hyperpod.yaml").read_text())).endpoints[0]
+    trigger = ep.auto_scaling_spec.cloud_watch_trigger
+    assert (trigger.namespace, trigger.metric_name) == ("AWS/SageMaker", "Invocations")
+    assert {d.name: d.value for d in trigger.dimensions} == {"EndpointName": ep.sagemaker_endpoint_name,
+                                                             "VariantName": "AllTraffic"}

@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "hyperpod.yaml").read_text())
 DEFAULT["endpoints"][0].pop("autoScalingSpec")  # the default config's own trigger: each test sets what it tests
 ACCOUNT, REGION = "111122223333", "us-west-2"
-CW = {"namespace": "AWS/ApplicationELB", "metricName": "RequestCountPerTarget", "targetValue": 100}
+CW = {"namespace": "AWS/SageMaker", "metricName": "Invocations", "targetValue": 100,
+      "dimensions": [{"name": "EndpointName", "value": "qwen-chat"}, {"name": "VariantName", "value": "AllTraffic"}]}
 WS = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd"
 PROM = {"serverAddress": WS, "query": "sum(vllm:num_requests_waiting)", "targetValue": 5}
 

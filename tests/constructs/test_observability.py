@@ -141,6 +141,90 @@ def test_created_topic_is_encrypted_with_a_key_cloudwatch_may_use(tmp_path: Path
     assert "dashboards/dashboard" not in composite["Properties"]["AlarmDescription"]
 
 
+SUBSCRIBERS = ["oncall@example.com", "https://hooks.example.com/alarms", "arn:aws:sqs:us-west-2:999999999999:pages",
+               "arn:aws:lambda:us-west-2:111122223333:function:pager"]
+
+
+@pytest.fixture(scope="module")
+def subscribed(tmp_path_factory: pytest.TempPathFactory):
+    return synth_config(_fleet({"alarms": {"createTopic": True, "subscriptions": SUBSCRIBERS}}),
+                        tmp_path_factory.mktemp("obs-subscribed"))
+
+
+def test_the_created_topic_lets_this_stacks_alarms_publish_and_keeps_the_tls_deny(subscribed) -> None:
+    (policy,) = _of_type(subscribed.template, "AWS::SNS::TopicPolicy").values()
+    deny, allow = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    # CloudWatch may publish for the composite alarms of this stack only (exact ARNs), from this account
+    composites = sorted(c["Properties"]["AlarmName"]
+                        for c in _of_type(subscribed.template, "AWS::CloudWatch::CompositeAlarm").values())
+    arns = [f"arn:aws:cloudwatch:us-west-2:111122223333:alarm:{name}" for name in composites]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"} and allow["Action"] == "sns:Publish"
+    assert sorted(allow["Condition"]["ArnEquals"]["aws:SourceArn"]) == arns
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": "111122223333"}
+    # AND the key lets CloudWatch use it under the same conditions
+    (key,) = [k for k in _of_type(subscribed.template, "AWS::KMS::Key").values()
+              if "alarm topic" in k["Properties"]["Description"]]
+    (cloudwatch,) = [st for st in key["Properties"]["KeyPolicy"]["Statement"]
+                     if st.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert cloudwatch["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert cloudwatch["Condition"] == allow["Condition"]
+
+
+def test_subscriptions_get_their_protocols_and_imported_subscribers_are_not_repolicied(subscribed) -> None:
+    subs = _of_type(subscribed.template, "AWS::SNS::Subscription").values()
+    assert sorted((s["Properties"]["Protocol"], s["Properties"]["Endpoint"]) for s in subs) == sorted(
+        zip(["email", "https", "sqs", "lambda"], SUBSCRIBERS, strict=True))
+    types = {r["Type"] for r in subscribed.template["Resources"].values()}
+    assert not types & {"AWS::SQS::QueuePolicy", "AWS::Lambda::Permission"}
+
+
+def test_outputs_give_the_topic_the_dashboard_the_subscribe_command_and_what_owners_add(subscribed) -> None:
+    from tests.docs import commands
+
+    outputs = subscribed.template["Outputs"]
+    topic_ref = {"Ref": next(iter(_of_type(subscribed.template, "AWS::SNS::Topic")))}
+    assert outputs["AlarmTopicArn"]["Value"] == topic_ref
+    assert outputs["DashboardUrl"]["Value"] == ("https://us-west-2.console.aws.amazon.com/cloudwatch/home?region="
+                                                "us-west-2#dashboards/dashboard/HyperPodInference-us-west-2-inference")
+
+    def text(output: str) -> str:  # the output with the topic's ARN in place of its reference
+        value = outputs[output]["Value"]
+        return "".join(p if isinstance(p, str) else TOPIC for p in value["Fn::Join"][1])
+
+    subscribe = commands.Command("outputs", text("AlarmSubscribeCommand")).argv
+    assert subscribe[:7] == ["aws", "sns", "subscribe", "--topic-arn", TOPIC, "--protocol", "email"]
+    permission = commands.Command("outputs", text("AlarmFunctionPermissionToAdd")).argv
+    for argv in (subscribe, permission):
+        assert commands.check_aws(argv) == []
+    assert permission[permission.index("--function-name") + 1] == SUBSCRIBERS[3]
+    assert permission[permission.index("--source-arn") + 1] == TOPIC
+    (statement,) = json.loads(text("AlarmQueuePolicyToAdd"))
+    assert statement == {"Sid": "AllowHyperPodInferenceAlarmTopic", "Effect": "Allow",
+                         "Principal": {"Service": "sns.amazonaws.com"}, "Action": "sqs:SendMessage",
+                         "Resource": SUBSCRIBERS[2], "Condition": {"ArnEquals": {"aws:SourceArn": TOPIC}}}
+
+
+def test_an_imported_topic_is_an_output_and_gets_no_policy(fleet) -> None:
+    assert fleet.template["Outputs"]["AlarmTopicArn"]["Value"] == TOPIC
+    assert not _of_type(fleet.template, "AWS::SNS::TopicPolicy")
+
+
+@pytest.mark.parametrize(("subscriber", "message"), [
+    ("arn:aws:sqs:us-east-1:111122223333:pages", "is in us-east-1; the alarm topic is in the stack's region"),
+    ("arn:aws-cn:lambda:cn-north-1:111122223333:function:pager", "is in partition aws-cn; the alarm topic is in aws"),
+])
+def test_a_queue_or_function_elsewhere_is_refused(subscriber: str, message: str) -> None:
+    from hyperpod_inference.config.observability import Observability
+    from hyperpod_inference.constructs.observability import InferenceObservability
+
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="111122223333", region="us-west-2"))
+    settings = Observability.model_validate({"alarms": {"createTopic": True,
+                                                        "subscriptions": ["a@example.com", subscriber]}})
+    with pytest.raises(ValueError, match=rf"observability.alarms.subscriptions\[1\]: {subscriber} {message}"):
+        InferenceObservability(stack, "Obs", scope_name="S", endpoints=[], region="us-west-2", settings=settings)
+
+
 def test_dashboard_false_creates_nothing(tmp_path: Path) -> None:
     s = synth_config(_fleet({"dashboard": False}), tmp_path)
     assert {r["Type"] for r in s.template["Resources"].values()} & OBSERVABILITY_TYPES == set()

@@ -14,7 +14,7 @@ import yaml
 
 from hyperpod_inference.constructs import cloudwatch_layout as layout
 from hyperpod_inference.constructs.grafana_dashboard import grafana_dashboard
-from hyperpod_inference.constructs.observed import ObservedEndpoint, Thresholds
+from hyperpod_inference.constructs.observed import ObservedEndpoint, ScalingMetric, ScalingQuery, Thresholds
 from hyperpod_inference.constructs.prometheus_rules import rule_file, rule_groups
 from hyperpod_inference.facts import metrics as m
 
@@ -109,6 +109,50 @@ def test_the_capture_bucket_and_workgroup_show_only_when_capture_is_on():
     without = json.dumps(layout.dashboard_bodies(fleet(1), layout.StackInfo("Fleet", "us-west-2")))
     assert "BucketSizeBytes" in with_capture and "fleet-capture" in with_capture
     assert "BucketSizeBytes" not in without and "Athena" not in without
+
+
+INVOCATIONS = ScalingMetric("autoScalingSpec.cloudWatchTrigger", "AWS/SageMaker", "Invocations",
+                            (("EndpointName", "sm-a"), ("VariantName", "AllTraffic")), "Sum", 60, 60.0, True)
+
+
+def test_an_autoscaling_endpoint_shows_what_its_trigger_reads_beside_its_requests():
+    # GIVEN an endpoint scaling on its Invocations (Sum per minute, 60 per replica), one without autoscaling
+    scaled = ObservedEndpoint("a", "ns", "sm-a", scaling=(INVOCATIONS,))
+    (body,) = layout.dashboard_bodies([scaled, ObservedEndpoint("b", "ns", "sm-b")], INFO)
+    rows = {w["properties"]["title"]: w for w in body["widgets"] if w["type"] == "metric"}
+    # THEN a's row is split: requests and latency, then the trigger's metric as KEDA reads it, with its target line
+    requests, scaling = rows["ns/a: requests, 4xx, 5xx · latency µs (right)"], rows["ns/a: what autoscaling reads"]
+    assert requests["width"] + scaling["width"] == m.DASHBOARD_GRID_WIDTH and scaling["x"] == requests["width"]
+    assert scaling["y"] == requests["y"]
+    assert scaling["properties"]["metrics"] == [["AWS/SageMaker", "Invocations", "EndpointName", "sm-a", "VariantName",
+                                                 "AllTraffic", {"stat": "Sum", "period": 60,
+                                                                "label": "Invocations (Sum, 60 s)"}]]
+    assert scaling["properties"]["annotations"] == {"horizontal": [
+        {"label": "autoScalingSpec.cloudWatchTrigger: target 60 per replica", "value": 60.0}]}
+    # AND b keeps its full-width row; nothing overlaps
+    assert rows["ns/b: requests, 4xx, 5xx · latency µs (right)"]["width"] == m.DASHBOARD_GRID_WIDTH
+    assert _overlaps(body["widgets"]) == []
+    # AND an endpoint without a SageMaker endpoint still shows what its trigger reads
+    (body,) = layout.dashboard_bodies([ObservedEndpoint("c", "ns", scaling=(INVOCATIONS,))], INFO)
+    assert [w["properties"]["title"] for w in body["widgets"] if w["type"] == "metric"][-1] == \
+        "ns/c: what autoscaling reads"
+
+
+def test_the_widget_count_of_autoscaling_rows_keeps_a_dashboard_within_cloudwatchs_limit():
+    eps = [ObservedEndpoint(f"e{i}", f"ns{i % 3}", f"sm-{i}", scaling=(INVOCATIONS,)) for i in range(250)]
+    bodies = layout.dashboard_bodies(eps, INFO)
+    assert all(len(b["widgets"]) <= m.DASHBOARD_MAX_WIDGETS for b in bodies)
+    assert sum(1 for b in bodies for w in b["widgets"] if w["properties"].get("title", "").endswith(
+        "what autoscaling reads")) == 250
+
+
+def test_the_grafana_dashboard_plots_a_prometheus_triggers_query_and_target():
+    query = ScalingQuery("autoScalingSpec.prometheusTrigger", "sum(model_concurrent_requests)", 8.0, True)
+    board = grafana_dashboard([ObservedEndpoint("a", "ns", "sm-a", scaling_queries=(query,))], "S")
+    (panel,) = [p for p in board["panels"] if p.get("title") == "a: what autoscaling reads"]
+    assert [(t["expr"], t["legendFormat"]) for t in panel["targets"]] == [
+        ("sum(model_concurrent_requests)", "autoScalingSpec.prometheusTrigger"),
+        ("vector(8)", "autoScalingSpec.prometheusTrigger: target per replica")]
 
 
 def test_no_endpoints_no_dashboard():

@@ -84,6 +84,14 @@ AWS_CLI_COMMANDS = {("eks", "update-kubeconfig"): {"name", "region", "alias", "r
                                                    "verbose", "user-alias"}}
 
 
+def _cli_name(service: str, operation: str, param: str) -> str:
+    """The option the AWS CLI gives a parameter: its own name, unless the CLI renames it where it would clash with a
+    global option (``aws sns subscribe --notification-endpoint``: awscli.customizations.argrename)."""
+    from awscli.customizations.argrename import ARGUMENT_RENAMES
+
+    return ARGUMENT_RENAMES.get(f"{service}.{operation}.{param}", param)
+
+
 @functools.cache
 def _botocore_session() -> Any:
     import botocore.session
@@ -127,7 +135,7 @@ def check_aws(argv: list[str]) -> list[str]:
         return [f"aws {rest[0]} {rest[1]}: no such operation"]
     op = model.operation_model(ops[rest[1]])
     members = op.input_shape.members if op.input_shape is not None else {}
-    params = {xform_name(m, "-"): m for m in members}
+    params = {_cli_name(rest[0], rest[1], xform_name(m, "-")): m for m in members}
     problems = []
     positional = 0
     given: set[str] = set()

@@ -65,6 +65,11 @@ def test_aws_check_refuses_an_unknown_operation_or_parameter() -> None:
     assert c.check_aws(["aws", "s3", "ls", "s3://bucket/"]) == []
     assert c.check_aws(["aws", "sagemaker-runtime", "invoke-endpoint", "--endpoint-name", "e", "--body",
                         "fileb://r.json", "out.json"]) == []
+    # the CLI's own name for a parameter it renames (sns subscribe's Endpoint), never the model's
+    subscribe = ["aws", "sns", "subscribe", "--topic-arn", "arn:aws:sns:us-west-2:111122223333:t", "--protocol",
+                 "email"]
+    assert c.check_aws([*subscribe, "--notification-endpoint", "a@example.com"]) == []
+    assert c.check_aws([*subscribe, "--endpoint", "a@example.com"]) == ["aws sns subscribe: no parameter --endpoint"]
 
 
 def test_kubectl_check_refuses_an_unknown_kind_or_status_field() -> None:

@@ -27,6 +27,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hyperpod_inference.facts import naming
+from tests.cfn_intrinsics import resolve
 
 from .conftest import MOTO_ACCOUNT, MOTO_REGION, REPO, STACK_NAME, MotoServer, run_cdk
 
@@ -75,23 +76,16 @@ class Resolver:
         raise AssertionError(f"no ARN rule for {kind} ({logical_id})")
 
     def __call__(self, value: Any) -> Any:
-        if isinstance(value, list):
-            return [self(v) for v in value]
-        if not isinstance(value, dict):
-            return value
-        if set(value) == {"Ref"}:
-            ref = value["Ref"]
-            pseudo = {"AWS::Partition": "aws", "AWS::Region": MOTO_REGION, "AWS::AccountId": MOTO_ACCOUNT,
-                      "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": STACK_NAME}
-            return pseudo[ref] if ref in pseudo else self.physical[ref]
-        if set(value) == {"Fn::GetAtt"}:
-            logical_id, attr = value["Fn::GetAtt"]
-            assert attr == "Arn", value
-            return self.arn(logical_id)
-        if set(value) == {"Fn::Join"}:
-            sep, parts = value["Fn::Join"]
-            return sep.join(self(p) for p in parts)
-        return {k: self(v) for k, v in value.items()}
+        return resolve(value, self._ref, self._get_att)
+
+    def _ref(self, ref: str) -> str:
+        pseudo = {"AWS::Partition": "aws", "AWS::Region": MOTO_REGION, "AWS::AccountId": MOTO_ACCOUNT,
+                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": STACK_NAME}
+        return pseudo[ref] if ref in pseudo else self.physical[ref]
+
+    def _get_att(self, logical_id: str, attr: str) -> str:
+        assert attr == "Arn", (logical_id, attr)
+        return self.arn(logical_id)
 
 
 def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:

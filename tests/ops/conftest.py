@@ -20,6 +20,11 @@ uses, and every response it writes or changes is validated against botocore's se
   code as it would from a proxy).
 - S3 ``HeadBucket``: moto answers 200 for a bucket of another account; S3 answers 403, and so does the fixture for
   the buckets it created in :data:`OTHER_ACCOUNT`.
+- SNS ``ListSubscriptionsByTopic``: moto confirms every subscription at once; SNS keeps an e-mail or HTTP(S)
+  subscription ``PendingConfirmation`` until its owner confirms, and so does the fixture unless the endpoint is in
+  :attr:`Account.confirmed`.
+
+The account also has an alarm topic (``oncall``, SNS's default policy) with a confirmed SQS subscriber.
 """
 
 from __future__ import annotations
@@ -151,6 +156,7 @@ class Account:
     orchestrated: bool = True  # False: the HyperPod cluster answers without an orchestrator (Slurm)
     foreign_buckets: set[str] = field(default_factory=set)
     left_to_moto: set[str] = field(default_factory=set)  # FAKE_EKS_OPERATIONS moto answers (its HTML 404 page)
+    confirmed: set[str] = field(default_factory=set)  # e-mail / HTTP(S) endpoints that confirmed their subscription
     calls: list[tuple[str, str, str]] = field(default_factory=list)  # (event, service, operation)
     ids: dict[str, str] = field(default_factory=dict)
 
@@ -185,6 +191,8 @@ class Account:
         events.register("after-call.sagemaker.DescribeCluster",
                         lambda parsed, **_: self._patch_hyperpod(session, parsed))
         events.register("after-call.eks.DescribeCluster", lambda parsed, **_: self._patch_eks(session, parsed))
+        events.register("after-call.sns.ListSubscriptionsByTopic",
+                        lambda parsed, **_: self._patch_subscriptions(session, parsed))
         return session
 
     # -- recording
@@ -226,6 +234,12 @@ class Account:
             cluster.setdefault("accessConfig", {"authenticationMode": "API_AND_CONFIG_MAP"})
             cluster.update(copy.deepcopy(self.eks_patch))
             validated(session, "eks", "DescribeCluster", parsed)
+
+    def _patch_subscriptions(self, session: boto3.Session, parsed: dict) -> None:
+        for sub in parsed.get("Subscriptions", []):
+            if sub.get("Protocol") in ("email", "email-json", "http", "https") and sub["Endpoint"] not in self.confirmed:
+                sub["SubscriptionArn"] = "PendingConfirmation"
+        validated(session, "sns", "ListSubscriptionsByTopic", parsed)
 
     # -- state
     def moto_state(self) -> dict:
@@ -305,12 +319,16 @@ def build_account(account: Account) -> None:
         "Resources": {"CdkBootstrapVersion": {"Type": "AWS::SSM::Parameter", "Properties": {
             "Type": "String", "Name": "/cdk-bootstrap/hnb659fds/version", "Value": "28"}}},
         "Outputs": {"BootstrapVersion": {"Value": "28"}}}))
+    queue = c("sqs").create_queue(QueueName="oncall-pages")["QueueUrl"]
+    queue_arn = c("sqs").get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    alarm_topic = c("sns").create_topic(Name="oncall")["TopicArn"]
+    c("sns").subscribe(TopicArn=alarm_topic, Protocol="sqs", Endpoint=queue_arn)
     account.eks.grant_admin(kubectl_role)
     account.eks.access[node_role] = []  # the nodes' entry: no access policy (type EC2 in a real cluster)
     account.ids.update(vpc_id=vpc, eks_arn=eks["arn"], issuer=issuer, oidc_arn=oidc["OpenIDConnectProviderArn"],
                        kubectl_role=kubectl_role, hyperpod_arn=HYPERPOD_ARN, moto_hyperpod_arn=hp["ClusterArn"],
                        secret=secret, zone_id="Z" + zone.rsplit("/", 1)[-1], moto_zone_id=zone.rsplit("/", 1)[-1],
-                       certificate=certificate, kms_key=kms_key)
+                       certificate=certificate, kms_key=kms_key, alarm_topic=alarm_topic)
     crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     account.kube.static[f"{crds}/externalsecrets.external-secrets.io"] = {
         "kind": "CustomResourceDefinition", "metadata": {"name": "externalsecrets.external-secrets.io"},
@@ -355,7 +373,7 @@ def account(moto_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> A
 def full_config(account: Account, base: dict) -> dict:
     """``base`` (what init wrote) with what a user adds: the namespace, two endpoints (an S3 model with a custom
     domain, a Hugging Face model with a Secrets Manager token), capture with a KMS key, the imported zone and
-    certificate."""
+    certificate, and alarms to the account's topic."""
     data = copy.deepcopy(base)
     data["endpoints"] = [
         {"name": "qwen-s3", "namespace": "inference", "instanceType": "ml.g5.8xlarge", "replicas": 2,
@@ -369,6 +387,7 @@ def full_config(account: Account, base: dict) -> dict:
     data["capture"] = {"kms": account.ids["kms_key"]}
     data["domain"] = {"zoneName": ZONE, "hostedZoneId": account.ids["zone_id"],
                       "certificateArn": account.ids["certificate"]}
+    data["observability"] = {"alarms": {"snsTopicArn": account.ids["alarm_topic"]}}
     return data
 
 
