@@ -139,7 +139,8 @@ class HyperPodInference(Construct):
         self._files = config.manifests.delivery == "files"
         self.delivery = ManifestDelivery(
             cluster if not self._files else None, owner_labels=naming.owner_labels(self.kubernetes_scope),
-            adopt_existing=str(self.node.try_get_context(ADOPT_EXISTING_CONTEXT)).lower() == "true")
+            adopt_existing=str(self.node.try_get_context(ADOPT_EXISTING_CONTEXT)).lower() == "true",
+            gitops=config.manifests.gitops if self._files else None)
         self.homes = Homes(self, self.name_scope)
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._plans: list[EndpointPlan] = []
