@@ -919,6 +919,8 @@ def check_keys(ctx: Context) -> Iterator[Result]:
         yield from _each("kms.key", f"{key} {arn}", one)
 
 
+from . import doctor_rbac  # noqa: E402, F401  (registers cluster.agent-role)
+
 # -------------------------------------------------------------------------------------------------------- runner
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
 
