@@ -1,8 +1,9 @@
 # make synth: venv + CDK CLI + synth of the default hyperpod.yaml (no AWS account needed)
 # make test:  venv + CDK CLI + the whole test suite (PYTEST_WORKERS=0: in one process)
 # make init HYPERPOD_CLUSTER=<name> [REGION=...] [INIT_OUTPUT=my-cluster.yaml]: a starter config from a real cluster
-# make doctor CONFIG=<file>: read-only checks of the account and the cluster; make bootstrap / deploy / destroy
-#   CONFIG=<file>: the CDK CLI with the venv's Python and the pinned Node.js, from any shell
+# make doctor CONFIG=<file>: read-only checks of the account and the cluster; make bootstrap / diff / deploy / destroy
+#   CONFIG=<file> [STACKS=<stack names>] [CDK_ARGS=...]: the CDK CLI with the venv's Python and the pinned Node.js,
+#   from any shell (deploy / destroy: every stack of the config files unless STACKS names some)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -28,8 +29,11 @@ REGION ?=
 INIT_OUTPUT ?= my-cluster.yaml
 DOCTOR_ARGS ?=
 OUTPUTS_FILE ?= outputs.json
+# stack names for diff / deploy / destroy (default: every stack of CONFIG); more CDK CLI arguments for those and synth
+STACKS ?=
+CDK_ARGS ?=
 
-.PHONY: synth test lint deps clean schema bench diagram dashboards promtool init doctor bootstrap deploy destroy
+.PHONY: synth test lint deps clean schema bench diagram dashboards promtool init doctor bootstrap diff deploy destroy
 deps: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) promtool
 
 # promtool (Debian's prometheus package): the tests check the Prometheus rule files with it
@@ -64,7 +68,7 @@ $(NPM_STAMP): package.json package-lock.json
 synth: $(STAMP) $(NPM_STAMP)
 	@$(PACKAGE_BYTECODE)
 	rm -rf $(OUT)
-	$(CDK) synth --no-notices -q -o $(OUT) -c config=$(CONFIG)
+	$(CDK) synth --no-notices -q -o $(OUT) -c config=$(CONFIG) $(strip $(CDK_ARGS))
 	@echo "template: $$(ls $(OUT)/*.template.json)"; echo "manifests: $$(ls $(OUT)/manifests/)"
 
 init: $(STAMP)
@@ -79,10 +83,14 @@ bootstrap: $(STAMP) $(NPM_STAMP)
 	$(CDK) bootstrap --no-notices -c config=$(CONFIG)
 
 deploy: $(STAMP) $(NPM_STAMP)
-	$(CDK) deploy --no-notices -c config=$(CONFIG) --outputs-file $(OUTPUTS_FILE)
+	$(CDK) deploy --no-notices -c config=$(CONFIG) --outputs-file $(OUTPUTS_FILE) $(strip $(CDK_ARGS) $(or $(STACKS),--all))
 
 destroy: $(STAMP) $(NPM_STAMP)
-	$(CDK) destroy --no-notices -c config=$(CONFIG)
+	$(CDK) destroy --no-notices -c config=$(CONFIG) $(strip $(CDK_ARGS) $(or $(STACKS),--all))
+
+# what a deploy would change (read before every upgrade: docs/upgrades.md)
+diff: $(STAMP) $(NPM_STAMP)
+	$(CDK) diff --no-notices -c config=$(CONFIG) $(strip $(CDK_ARGS) $(STACKS))
 
 test: deps
 	$(BIN)/ruff check hyperpod_inference tests benchmarks tools
