@@ -133,15 +133,16 @@ def cdk_json_context() -> dict[str, Any]:
 
 
 def synth_default(outdir: Path) -> Path:
-    """Synthesize hyperpod.yaml as the app does (cdk-nag off: it changes no resource) into ``outdir``."""
+    """Synthesize hyperpod.yaml as ``make synth`` does (cdk.json's context; cdk-nag off: it changes no resource) into
+    ``outdir``, the review manifests included (``tools/diagram.py`` draws them)."""
     sys.path.insert(0, str(REPO))
     import aws_cdk as cdk
 
     from hyperpod_inference.app import build
 
     app = cdk.App(outdir=str(outdir), context=cdk_json_context())
-    build(app, str(REPO / "hyperpod.yaml"), nag=False)
-    app.synth()
+    stack = build(app, str(REPO / "hyperpod.yaml"), nag=False)
+    stack.write_manifests(app.synth().directory)
     return outdir
 
 
