@@ -4,8 +4,9 @@
 # make lock: refresh the locks to the newest versions pyproject.toml, package.json and security/checkov.in allow
 # make test-latest: the same suite in .venv-latest, with the newest versions pyproject.toml allows (not the lock)
 # make init HYPERPOD_CLUSTER=<name> [REGION=...] [INIT_OUTPUT=my-cluster.yaml]: a starter config from a real cluster
-# make doctor CONFIG=<file>: read-only checks of the account and the cluster; make bootstrap / deploy / destroy
-#   CONFIG=<file>: the CDK CLI with the venv's Python and the pinned Node.js, from any shell
+# make doctor CONFIG=<file>: read-only checks of the account and the cluster; make bootstrap / diff / deploy / destroy
+#   CONFIG=<file> [STACKS=<stack names>] [CDK_ARGS=...]: the CDK CLI with the venv's Python and the pinned Node.js,
+#   from any shell (deploy / destroy: every stack of the config files unless STACKS names some)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -37,8 +38,11 @@ REGION ?=
 INIT_OUTPUT ?= my-cluster.yaml
 DOCTOR_ARGS ?=
 OUTPUTS_FILE ?= outputs.json
+# stack names for diff / deploy / destroy (default: every stack of CONFIG); more CDK CLI arguments for those and synth
+STACKS ?=
+CDK_ARGS ?=
 
-.PHONY: synth test test-latest lock lint deps clean schema bench diagram dashboards promtool init doctor bootstrap deploy destroy
+.PHONY: synth test test-latest lock lint deps clean schema bench diagram dashboards promtool init doctor bootstrap diff deploy destroy
 deps: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) promtool
 
 # promtool (Debian's prometheus package): the tests check the Prometheus rule files with it
@@ -76,7 +80,7 @@ $(NPM_STAMP): package.json package-lock.json
 synth: $(STAMP) $(NPM_STAMP)
 	@$(PACKAGE_BYTECODE)
 	rm -rf $(OUT)
-	$(CDK) synth --no-notices -q -o $(OUT) -c config=$(CONFIG)
+	$(CDK) synth --no-notices -q -o $(OUT) -c config=$(CONFIG) $(strip $(CDK_ARGS))
 	@echo "template: $$(ls $(OUT)/*.template.json)"; echo "manifests: $$(ls $(OUT)/manifests/)"
 
 init: $(STAMP)
@@ -91,10 +95,14 @@ bootstrap: $(STAMP) $(NPM_STAMP)
 	$(CDK) bootstrap --no-notices -c config=$(CONFIG)
 
 deploy: $(STAMP) $(NPM_STAMP)
-	$(CDK) deploy --no-notices -c config=$(CONFIG) --outputs-file $(OUTPUTS_FILE)
+	$(CDK) deploy --no-notices -c config=$(CONFIG) --outputs-file $(OUTPUTS_FILE) $(strip $(CDK_ARGS) $(or $(STACKS),--all))
 
 destroy: $(STAMP) $(NPM_STAMP)
-	$(CDK) destroy --no-notices -c config=$(CONFIG)
+	$(CDK) destroy --no-notices -c config=$(CONFIG) $(strip $(CDK_ARGS) $(or $(STACKS),--all))
+
+# what a deploy would change (read before every upgrade: docs/upgrades.md)
+diff: $(STAMP) $(NPM_STAMP)
+	$(CDK) diff --no-notices -c config=$(CONFIG) $(strip $(CDK_ARGS) $(STACKS))
 
 test: deps
 	$(BIN)/ruff check hyperpod_inference tests benchmarks tools
@@ -127,12 +135,15 @@ schema: $(STAMP)
 	@$(BIN)/python -m hyperpod_inference schema -o hyperpod.schema.json
 	@$(BIN)/python tools/config_reference.py --schema hyperpod.schema.json --out docs/config-reference.md
 
-# make diagram: docs/architecture.png (+ .dot) from the synth output; synthesizes first when $(OUT) is missing
-diagram: $(STAMP)
-	@ls $(OUT)/*.template.json >/dev/null 2>&1 && test -d $(OUT)/manifests || $(MAKE) synth
+# make diagram: docs/architecture.png (+ .dot) from a fresh synth of the default hyperpod.yaml (in $(DIAGRAM_OUT),
+# whatever $(OUT) holds); tests/test_diagram.py fails when the committed ones are not what this draws
+DIAGRAM_OUT ?= .diagram.out
+diagram: $(STAMP) $(NPM_STAMP)
 	@command -v dot >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update || true; $$SUDO apt-get install -y --no-install-recommends graphviz; }
-	$(BIN)/python tools/diagram.py --cdk-out $(OUT) --dot docs/architecture.dot --png docs/architecture.png
+	$(MAKE) synth OUT=$(DIAGRAM_OUT) CONFIG=hyperpod.yaml CDK_ARGS=
+	$(BIN)/python tools/diagram.py --cdk-out $(DIAGRAM_OUT) --dot docs/architecture.dot --png docs/architecture.png
+	rm -rf $(DIAGRAM_OUT)
 
 # make dashboards: docs/dashboard-preview.png and one PNG per stack under $(OUT)/dashboards/ (the CloudWatch layout)
 dashboards: $(STAMP)
@@ -142,4 +153,4 @@ dashboards: $(STAMP)
 	$(BIN)/python tools/dashboard_preview.py --cdk-out $(OUT) --docs-png docs/dashboard-preview.png
 
 clean:
-	rm -rf $(OUT) .pytest_cache
+	rm -rf $(OUT) $(DIAGRAM_OUT) .pytest_cache

@@ -51,6 +51,7 @@ from .constructs.autoscaling import KedaTriggerAccess
 from .constructs.data_capture import DataCaptureStorage
 from .constructs.domain import CustomDomain
 from .constructs.endpoint_verification import EndpointVerification
+from .constructs.lazy import literal_stack_name, top_level_stack
 from .constructs.observability import InferenceObservability
 from .constructs.observed import observed_endpoints
 from .facts import naming
@@ -133,13 +134,17 @@ class HyperPodInference(Construct):
         self.account: str = stack.account
         self.oidc_provider_arn = props.oidc_provider_arn(config, cluster)
         # What the names the library chooses carry, so two stacks (or two of these in one stack) never collide.
-        self.name_scope = naming.name_scope(stack.stack_name, construct_id)
+        # Inside a nested stack, whose own name is known only at deploy, names carry the top-level stack's name and
+        # the nested stacks' ids (literal_stack_name); the construct's path is then taken from the top-level stack.
+        top = top_level_stack(self)
+        self.name_scope = naming.name_scope(literal_stack_name(self), construct_id)
         self.kubernetes_scope = naming.kubernetes_scope(
-            self.name_scope, stack.stack_name, self.node.path[len(stack.node.path):].lstrip("/"))
+            self.name_scope, top.stack_name, self.node.path[len(top.node.path):].lstrip("/"))
         self._files = config.manifests.delivery == "files"
         self.delivery = ManifestDelivery(
             cluster if not self._files else None, owner_labels=naming.owner_labels(self.kubernetes_scope),
-            adopt_existing=str(self.node.try_get_context(ADOPT_EXISTING_CONTEXT)).lower() == "true")
+            adopt_existing=str(self.node.try_get_context(ADOPT_EXISTING_CONTEXT)).lower() == "true",
+            gitops=config.manifests.gitops if self._files else None)
         self.homes = Homes(self, self.name_scope)
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._plans: list[EndpointPlan] = []
@@ -173,7 +178,7 @@ class HyperPodInference(Construct):
         outputs.global_outputs(self, self.execution_role, self.tls_bucket.bucket_name)
         self.node.add_validation(SizeLimits(
             stack, self.homes, files=self._files, manifest_problems=self.delivery.size_problems,
-            shared_problems=lambda: shared_object_problems(self), documents=self.manifest_documents))
+            shared_problems=lambda: shared_object_problems(self), documents=self.manifest_documents, names=self))
         self.keda_triggers: KedaTriggerAccess | None = None
         self.observability: InferenceObservability | None = None
         cdk.Aspects.of(self._synth_hook).add(_Finalize(self))

@@ -17,6 +17,7 @@ import aws_cdk as cdk
 import yaml
 
 from hyperpod_inference.app import build
+from hyperpod_inference.facts import gitops
 from hyperpod_inference.stack import HyperPodInferenceStack
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,8 +104,19 @@ def synth_config(config: Path | dict[str, Any], outdir: Path, *, nag: bool = Tru
     assembly = app.synth()
     stack.write_manifests(assembly.directory)
     template = json.loads((outdir / f"{stack.artifact_id}.template.json").read_text())
-    manifests = {p.stem: list(yaml.safe_load_all(p.read_text())) for p in sorted((outdir / "manifests").glob("*.yaml"))}
-    return Synth(stack, outdir, template, manifests)
+    return Synth(stack, outdir, template, manifests_by_chart(outdir / "manifests"))
+
+
+def manifests_by_chart(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """The objects of a manifests folder by chart: ``<chart>.yaml`` each, or (files delivery, a folder with a
+    kustomization) the files ``<tier>-<chart>.yaml`` of each chart, in the order they apply."""
+    files = {p.name: list(yaml.safe_load_all(p.read_text())) for p in sorted(folder.glob("*.yaml"))}
+    if not (folder / gitops.KUSTOMIZATION_FILE).exists():
+        return {Path(name).stem: objs for name, objs in files.items()}
+    charts: dict[str, list[dict[str, Any]]] = {}
+    for name, objs in files.items():
+        charts.setdefault(Path(name).stem.split("-", 1)[1], []).extend(objs)
+    return charts
 
 
 def _cache_key(config: Path | dict[str, Any], nag: bool) -> str:

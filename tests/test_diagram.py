@@ -117,3 +117,47 @@ def test_imported_resources_and_annotated_service_accounts(files_out):
     js = "k8s:research/JumpStartModel/llama-js"
     assert (js, _ids(graph, "CaptureBucket", "S3 bucket")) in edges
     assert (js, _ids(graph, "CaptureKey", "KMS key")) in edges
+
+
+# ------------------------------------------------------------------------------------- the committed diagram
+@pytest.fixture(scope="module")
+def make_synth_out(tmp_path_factory) -> Path:
+    """The default config synthesized as `make diagram` has it synthesized (cdk.json's context, manifests written)."""
+    from tests.docs.helpers import tool
+
+    return tool("resource_inventory").synth_default(tmp_path_factory.mktemp("cdk-make"))
+
+
+def test_the_committed_dot_is_what_make_diagram_draws_today(make_synth_out):
+    # GIVEN today's synth of hyperpod.yaml WHEN drawn THEN docs/architecture.dot is exactly that drawing
+    committed = (ROOT / "docs" / "architecture.dot").read_text()
+    assert diagram.to_dot(diagram.load_graph(make_synth_out)) == committed, "stale: run make diagram"
+
+
+def test_the_committed_png_was_drawn_from_the_committed_dot():
+    # GIVEN the PNG make diagram wrote THEN it names the digest of the .dot it was drawn from (Graphviz's bytes differ
+    # between releases, so the pixels are not compared)
+    png = (ROOT / "docs" / "architecture.png").read_bytes()
+    assert diagram.png_dot_digest(png) == diagram.dot_digest((ROOT / "docs" / "architecture.dot").read_text()), \
+        "stale: run make diagram"
+
+
+def test_the_digest_stamp_reads_back_and_an_unstamped_png_has_none():
+    # a 1x1 PNG: signature, IHDR, IDAT, IEND
+    raw = b"\x89PNG\r\n\x1a\n" + diagram._chunk(b"IHDR", bytes.fromhex("00000001000000010800000000")) + \
+        diagram._chunk(b"IDAT", bytes.fromhex("789c63000100000500010d0a2db4")) + diagram._chunk(b"IEND", b"")
+    assert diagram.png_dot_digest(raw) is None
+    stamped = diagram.stamp_png(raw, "digraph {}")
+    assert diagram.png_dot_digest(stamped) == diagram.dot_digest("digraph {}")
+    assert stamped.endswith(diagram._chunk(b"IEND", b""))
+
+
+def test_capture_analytics_is_one_node_in_its_own_group(default_out):
+    # GIVEN the default stack, whose capture analytics are 22 Athena and Glue resources
+    graph = diagram.load_graph(default_out)
+    analytics = [n for n in graph.nodes.values() if n.group == "analytics"]
+    # THEN they are one node, counting each kind, pointing at the capture bucket; none is left loose
+    assert [n.name for n in analytics] == ["CaptureAnalytics"]
+    assert "9 named queries" in analytics[0].caption and "2 Glue tables" in analytics[0].caption
+    assert ("CaptureAnalytics", "CaptureBucket") in graph.pairs("aws")
+    assert not [n for n in graph.nodes.values() if n.caption.startswith(("Athena", "Glue"))]

@@ -22,12 +22,15 @@ Usage: python tools/diagram.py [--cdk-out cdk.out] [--stack NAME] [--dot docs/ar
 from __future__ import annotations
 
 import argparse
+import hashlib
 import html
 import json
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,8 +84,15 @@ AWS_GROUPS = {
     "eks": "EKS add-ons",
     "kubectl": "kubectl manifests (applied by CloudFormation)",
     "verify": "Endpoint verification",
+    "analytics": "Capture analytics (Athena and Glue)",
     "other": "Other resources",
 }
+#: The capture analytics (Athena workgroup, named queries and prepared statements, Glue database and tables): one
+#: node, captioned with how many of each it stands for.
+ANALYTICS_NODE = "CaptureAnalytics"
+ANALYTICS_TYPES = {"AWS::Athena::WorkGroup": "workgroup", "AWS::Athena::NamedQuery": "named queries",
+                   "AWS::Athena::PreparedStatement": "prepared statements", "AWS::Glue::Database": "Glue database",
+                   "AWS::Glue::Table": "Glue tables"}
 # the CDK custom-resource provider framework (its Lambda functions and waiter state machine): one node
 FRAMEWORK = re.compile(r"^(.*Provider)(?:framework|waiterstatemachine)")
 # roles assumed only by these services and used by a function / state machine are folded into that node
@@ -297,9 +307,14 @@ class Builder:
 
     # --- nodes
     def _aws_nodes(self) -> None:
+        analytics = [res.get("Type", "") for res in self.resources.values() if res.get("Type") in ANALYTICS_TYPES]
+        if analytics:
+            counts = "\n".join(f"{analytics.count(t)} {what}" for t, what in ANALYTICS_TYPES.items()
+                                if t in analytics)
+            self.g.nodes[ANALYTICS_NODE] = Node(ANALYTICS_NODE, "CaptureAnalytics", counts, "analytics", "#d9f2d0")
         for lid, res in self.resources.items():
             rtype = res.get("Type", "")
-            if rtype in SKIPPED_TYPES or lid in self.folded_roles:
+            if rtype in SKIPPED_TYPES or rtype in ANALYTICS_TYPES or lid in self.folded_roles:
                 continue
             if lid in self.merged:
                 nid = self.merged[lid]
@@ -457,6 +472,17 @@ class Builder:
                     self.g.add_edge(role, sa, "irsa", "role-arn annotation only")
 
     def _aws_edges(self) -> None:
+        for res in self.resources.values():
+            props = res.get("Properties", {})
+            if res.get("Type") == "AWS::Glue::Table":
+                location = (props.get("TableInput") or {}).get("StorageDescriptor", {}).get("Location", "")
+                for dst in self.resolve(location, hint="bucket"):
+                    self.g.add_edge(ANALYTICS_NODE, dst, "aws", "table location")
+            elif res.get("Type") == "AWS::Athena::WorkGroup":
+                output = ((props.get("WorkGroupConfiguration") or {}).get("ResultConfiguration") or {}).get(
+                    "OutputLocation", "")
+                for dst in self.resolve(output, hint="bucket"):
+                    self.g.add_edge(ANALYTICS_NODE, dst, "aws", "query results")
         for lid, res in self.resources.items():
             if lid not in self.g.nodes:
                 continue
@@ -617,7 +643,8 @@ def q(text: str) -> str:
 
 def node_label(node: Node) -> str:
     lines = "<br/>".join(html.escape(part) for part in wrap_camel(node.name).split("\n"))
-    return (f'<<font point-size="9" color="#555555">{html.escape(node.caption)}</font><br/>'
+    caption = "<br/>".join(html.escape(part) for part in node.caption.split("\n"))
+    return (f'<<font point-size="9" color="#555555">{caption}</font><br/>'
             f'<b>{lines}</b>>')
 
 
@@ -780,6 +807,41 @@ def plan_layout(graph: Graph) -> LayoutPlan:
     return LayoutPlan(constraints, minlen, column, invisible)
 
 
+#: The PNG's tEXt keyword holding the SHA-256 of the .dot it was drawn from: Graphviz's bytes differ between its
+#: releases, so a test compares this digest with the .dot a fresh synth gives, never the pixels.
+DOT_DIGEST_KEY = "hyperpod-diagram-dot-sha256"
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def dot_digest(dot_text: str) -> str:
+    return hashlib.sha256(dot_text.encode()).hexdigest()
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def stamp_png(png: bytes, dot_text: str) -> bytes:
+    """``png`` with a tEXt chunk after its header naming the digest of ``dot_text``."""
+    if not png.startswith(_PNG_SIGNATURE):
+        raise ValueError("not a PNG")
+    header_end = 8 + 4 + 4 + struct.unpack(">I", png[8:12])[0] + 4  # signature, IHDR (length, type, data, CRC)
+    text = _chunk(b"tEXt", DOT_DIGEST_KEY.encode() + b"\0" + dot_digest(dot_text).encode())
+    return png[:header_end] + text + png[header_end:]
+
+
+def png_dot_digest(png: bytes) -> str | None:
+    """The digest :func:`stamp_png` wrote, or None."""
+    pos = 8
+    while pos + 8 <= len(png):
+        length, kind = struct.unpack(">I", png[pos:pos + 4])[0], png[pos + 4:pos + 8]
+        data = png[pos + 8:pos + 8 + length]
+        if kind == b"tEXt" and data.startswith(DOT_DIGEST_KEY.encode() + b"\0"):
+            return data.split(b"\0", 1)[1].decode()
+        pos += 12 + length
+    return None
+
+
 def render(dot_text: str, png: Path, dot_file: Path | None = None) -> None:
     binary = shutil.which("dot")
     if not binary:
@@ -788,7 +850,8 @@ def render(dot_text: str, png: Path, dot_file: Path | None = None) -> None:
         dot_file.parent.mkdir(parents=True, exist_ok=True)
         dot_file.write_text(dot_text)
     png.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([binary, "-Tpng", "-Gdpi=110", "-o", str(png)], input=dot_text.encode(), check=True)
+    done = subprocess.run([binary, "-Tpng", "-Gdpi=110"], input=dot_text.encode(), check=True, capture_output=True)
+    png.write_bytes(stamp_png(done.stdout, dot_text))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,9 +19,10 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct
 
 from ..constructs.lazy import is_unresolved
+from ..facts import gitops as gitops_facts
 from ..facts.naming import pascal
 from .limits import MAX_MANIFEST_BYTES
-from .review import with_placeholders, write_manifest_files
+from .review import with_placeholders, write_gitops_files, write_manifest_files
 
 #: The parameter of a nested stack carrying the kubectl provider's service token.
 NESTED_PROVIDER_PARAMETER = "KubectlProviderServiceToken"
@@ -70,13 +71,17 @@ class ManifestDelivery:
     :param owner_labels: labels put on every object delivered (``app.kubernetes.io/managed-by`` and the stack's).
     :param adopt_existing: apply the manifests (``kubectl apply``, adopting an object that exists) instead of
         creating them; only for a documented migration (a unit may still ask for ``overwrite=False``).
+    :param gitops: ``manifests.delivery: files``: the tool that applies the files (``argocd``, ``flux`` or
+        ``none``); they are then written in apply order with a kustomization, namespaces protected from pruning
+        (``facts.gitops``). None: review copies, one file per chart.
     """
 
     def __init__(self, cluster: eks.ICluster | None, *, owner_labels: dict[str, str] | None = None,
-                 adopt_existing: bool = False) -> None:
+                 adopt_existing: bool = False, gitops: str | None = None) -> None:
         self.cluster = cluster
         self.owner_labels = dict(owner_labels or {})
         self.adopt_existing = adopt_existing
+        self.gitops = gitops
         self.k8s_app = cdk8s.App()
         self.units: dict[str, ManifestUnit] = {}
         #: unit name -> the resources of units delivered before it that depend on it (they wait once it is delivered)
@@ -191,13 +196,26 @@ class ManifestDelivery:
 
     # ------------------------------------------------------------------------------------------- review copies
     def documents(self, stack: cdk.Stack) -> dict[str, list[dict[str, Any]]]:
-        """Every chart's objects, deploy-time values shown as placeholders (``<LogicalId.Attr>``)."""
+        """Every chart's objects, deploy-time values shown as placeholders (``<LogicalId.Attr>``); with ``gitops``,
+        with the annotations the GitOps tools read."""
         objects = [(u.name, u.objects()) for u in self.units.values()]  # each chart synthesized once
-        return {name: with_placeholders(stack, objs) for name, objs in objects if objs}
+        docs = {name: with_placeholders(stack, objs) for name, objs in objects if objs}
+        if self.gitops is not None:
+            for objs in docs.values():
+                for obj in objs:
+                    self._annotate(obj, gitops_facts.annotations(obj, self.gitops))
+        return docs
+
+    @staticmethod
+    def _annotate(obj: dict[str, Any], annotations: dict[str, str]) -> None:
+        if annotations and isinstance(obj.get("metadata"), dict):
+            obj["metadata"]["annotations"] = {**(obj["metadata"].get("annotations") or {}), **annotations}
 
     def write(self, stack: cdk.Stack, outdir: str, *, folder: str = "manifests") -> list[str]:
-        """Write ``<outdir>/<folder>/<chart>.yaml`` (one file per chart)."""
-        return [str(p) for p in write_manifest_files(os.path.join(outdir, folder), self.documents(stack))]
+        """Write ``<outdir>/<folder>/<chart>.yaml`` (one file per chart); with ``gitops``, one file per chart and
+        tier in apply order and the folder's kustomization (``review.write_gitops_files``)."""
+        write = write_manifest_files if self.gitops is None else write_gitops_files
+        return [str(p) for p in write(os.path.join(outdir, folder), self.documents(stack))]
 
     # ------------------------------------------------------------------------------------------- size limits
     def size_problems(self) -> list[str]:

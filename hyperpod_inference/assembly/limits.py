@@ -1,5 +1,6 @@
 """Size limits: a manifest the kubectl provider cannot carry, or a template CloudFormation refuses, fails at synth
-with the part that is too big named, and how to get under the limit."""
+with the part that is too big named, and how to get under the limit; so does a physical name the service would
+refuse (too long, a character it does not take, or a deploy-time value whose length synth cannot know)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import aws_cdk as cdk
 import jsii
 from constructs import IConstruct, IValidation
 
+from ..constructs.lazy import is_unresolved
+from ..constructs.nag import render_resolved
+from ..facts.naming import PHYSICAL_NAME_RULES
 from .homes import Homes, way_out
 
 # Size limits checked at synth (a manifest that the kubectl provider cannot carry fails late and badly).
@@ -82,6 +86,75 @@ def template_size_problems(assembly_dir: str, labels: dict[str, tuple[str, str]]
     return problems
 
 
+#: The L1 classes whose physical name the library may set, by (module, class name) (no import of each service's
+#: module): -> (CloudFormation type, property, the L1's attribute).
+_NAMED_L1: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("aws_cdk.aws_s3", "CfnBucket"): ("AWS::S3::Bucket", "BucketName", "bucket_name"),
+    ("aws_cdk.aws_iam", "CfnRole"): ("AWS::IAM::Role", "RoleName", "role_name"),
+    ("aws_cdk.aws_kms", "CfnAlias"): ("AWS::KMS::Alias", "AliasName", "alias_name"),
+    ("aws_cdk.aws_cloudwatch", "CfnDashboard"): ("AWS::CloudWatch::Dashboard", "DashboardName", "dashboard_name"),
+    ("aws_cdk.aws_cloudwatch", "CfnAlarm"): ("AWS::CloudWatch::Alarm", "AlarmName", "alarm_name"),
+    ("aws_cdk.aws_cloudwatch", "CfnCompositeAlarm"): ("AWS::CloudWatch::CompositeAlarm", "AlarmName", "alarm_name"),
+    ("aws_cdk.aws_logs", "CfnLogGroup"): ("AWS::Logs::LogGroup", "LogGroupName", "log_group_name"),
+    ("aws_cdk.aws_lambda", "CfnFunction"): ("AWS::Lambda::Function", "FunctionName", "function_name"),
+    ("aws_cdk.aws_sns", "CfnTopic"): ("AWS::SNS::Topic", "TopicName", "topic_name"),
+    ("aws_cdk.aws_stepfunctions", "CfnStateMachine"): ("AWS::StepFunctions::StateMachine", "StateMachineName",
+                                                       "state_machine_name"),
+    ("aws_cdk.aws_athena", "CfnWorkGroup"): ("AWS::Athena::WorkGroup", "Name", "name"),
+    ("aws_cdk.aws_athena", "CfnPreparedStatement"): ("AWS::Athena::PreparedStatement", "StatementName",
+                                                     "statement_name"),
+    ("aws_cdk.aws_glue", "CfnDatabase"): ("AWS::Glue::Database", "DatabaseInput.Name", "database_input"),
+    ("aws_cdk.aws_aps", "CfnRuleGroupsNamespace"): ("AWS::APS::RuleGroupsNamespace", "Name", "name"),
+}
+#: What a CDK token's text becomes once made DNS-safe (``${Token[TOKEN.184]}`` -> ``token-token-184``): a name
+#: holding it was built from a deploy-time value's placeholder, not from the value.
+_TOKEN_TEXT = re.compile(r"token[^a-z0-9]+token[^a-z0-9]+\d+", re.I)
+#: How to get a name the library makes within the rules, by CloudFormation type (the default: the names' source).
+_NAME_WAY_OUT = {
+    "AWS::S3::Bucket": "a shorter stack name or construct id, or an existing bucket (operator.tlsBucketName, "
+                       "capture.bucketName)",
+    "AWS::KMS::Alias": "a shorter stack name or construct id, or an existing key (capture.kms)",
+}
+_DEFAULT_WAY_OUT = ("a shorter stack name or construct id (names carry them; inside a NestedStack, the top-level "
+                    "stack's name and the nested stacks' ids)")
+
+
+def physical_name_problems(root: IConstruct) -> list[str]:
+    """Every physical name a resource under ``root`` is given that its service would refuse, or that holds a
+    deploy-time value (its length cannot be checked, and CloudFormation's nested stack names run to 128 characters),
+    each with the resource's path and the way out."""
+    problems = []
+    for node in root.node.find_all():
+        known = next((_NAMED_L1[k] for cls in type(node).__mro__
+                      if (k := (cls.__module__, cls.__name__)) in _NAMED_L1), None)
+        if known is None:
+            continue
+        rtype, prop, attr = known
+        value = getattr(node, attr, None)
+        if value is not None and not isinstance(value, str):
+            value = getattr(value, "name", None)  # a struct property (Glue's DatabaseInput)
+        if value is None:
+            continue  # CloudFormation names it
+        where = f"{node.node.path} ({rtype} {prop})"
+        way_out = _NAME_WAY_OUT.get(rtype, _DEFAULT_WAY_OUT)
+        if is_unresolved(value):
+            value = cdk.Stack.of(node).resolve(value)  # an L2 without a name gives a token resolving to nothing
+            if value is None:
+                continue
+        if not isinstance(value, str):
+            rendered = render_resolved(value)
+            problems.append(f"{where}: the name {rendered} holds a value known only at deploy, so its length and "
+                            f"characters cannot be checked; {way_out}")
+        elif _TOKEN_TEXT.search(value):
+            problems.append(f"{where}: the name {value!r} was made from a deploy-time value's placeholder text; "
+                            f"{way_out}")
+        else:
+            problem = PHYSICAL_NAME_RULES[(rtype, prop)].problem(value)
+            if problem:
+                problems.append(f"{where}: {problem}; {way_out}")
+    return problems
+
+
 @jsii.implements(IValidation)
 class SizeLimits:
     """Synth-time limits of one ``HyperPodInference``: a manifest the kubectl provider cannot carry, a stack
@@ -90,14 +163,16 @@ class SizeLimits:
 
     def __init__(self, stack: cdk.Stack, homes: Homes, *, files: bool, manifest_problems: Callable[[], list[str]],
                  shared_problems: Callable[[], list[str]],
-                 documents: Callable[[], dict[str, list[dict[str, Any]]]]) -> None:
-        self.stack, self.homes, self.files = stack, homes, files
+                 documents: Callable[[], dict[str, list[dict[str, Any]]]], names: IConstruct | None = None) -> None:
+        self.stack, self.homes, self.files, self.names = stack, homes, files, names
         self.manifest_problems, self.shared_problems, self.documents = manifest_problems, shared_problems, documents
 
     def validate(self) -> list[str]:
         counts = template_counts(self.stack)
         problems = self.manifest_problems() + stack_limit_problems(self.stack, counts=counts)
         problems += self.shared_problems()
+        if self.names is not None:
+            problems += physical_name_problems(self.names)
         for (ns, group), nested in self.homes.nested_stacks.items():
             problems += stack_limit_problems(nested, where=self.homes.stack_label(nested),
                                              way_out=way_out(ns, group), counts=counts)

@@ -15,6 +15,7 @@ import yaml
 from aws_cdk import Stack, Token
 
 from ..constructs.nag import render_resolved
+from ..facts import gitops
 
 TOKEN_MARK = "${Token["
 
@@ -50,6 +51,10 @@ def _str(dumper: Any, value: str) -> yaml.Node:
 _ReviewDumper.add_representer(str, _str)
 
 
+def _dump(objs: list[dict]) -> str:
+    return yaml.dump_all(objs, Dumper=_ReviewDumper, sort_keys=False, default_flow_style=False, width=120)
+
+
 def write_manifest_files(folder: str | Path, documents: dict[str, list[dict]]) -> list[Path]:
     """One multi-document YAML file per chart: ``<folder>/<name>.yaml``."""
     folder = Path(folder)
@@ -57,7 +62,38 @@ def write_manifest_files(folder: str | Path, documents: dict[str, list[dict]]) -
     written = []
     for name, objs in documents.items():
         path = folder / f"{name}.yaml"
-        path.write_text(yaml.dump_all(objs, Dumper=_ReviewDumper, sort_keys=False, default_flow_style=False,
-                                      width=120))
+        path.write_text(_dump(objs))
         written.append(path)
     return written
+
+
+def gitops_files(documents: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """File name -> objects, in the order they apply (``facts.gitops``): one file per chart and tier,
+    ``<tier>-<chart>.yaml``, the objects in the chart's order."""
+    files: dict[str, list[dict]] = {}
+    for name, objs in documents.items():
+        for tier in gitops.TIERS:
+            of_tier = [o for o in objs if gitops.tier_of(o) is tier]
+            if of_tier:
+                files[gitops.file_name(tier, name)] = of_tier
+    return dict(sorted(files.items()))
+
+
+def write_gitops_files(folder: str | Path, documents: dict[str, list[dict]]) -> list[Path]:
+    """``manifests.delivery: files``: :func:`gitops_files` and the folder's kustomization listing them in that order.
+    YAML files of an earlier synth that this one does not write are removed, so ``kubectl apply -f <folder>``
+    applies exactly what the kustomization lists."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = gitops_files(documents)
+    for stale in folder.glob("*.yaml"):
+        if stale.name not in files:
+            stale.unlink()
+    written = []
+    for name, objs in files.items():
+        path = folder / name
+        path.write_text(_dump(objs))
+        written.append(path)
+    kustomization = folder / gitops.KUSTOMIZATION_FILE
+    kustomization.write_text(yaml.safe_dump(gitops.kustomization(list(files)), sort_keys=False))
+    return [*written, kustomization]

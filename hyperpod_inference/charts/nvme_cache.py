@@ -32,6 +32,7 @@ from ..assembly.plan import (
 from ..config.models import Endpoint
 from ..facts import naming
 from ..facts.naming import AGENT_CODE_CONFIGMAP  # re-exported: the default code ConfigMap prefix
+from ..facts.rbac import AGENT_GC_ROLE_RULES
 from ..nvme_agent import model_relative_dir
 from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, GC_TIMEOUT_SECONDS, TOKEN_DIR
 from .agent_bundle import AGENT_BUNDLE, AGENT_MOUNT, PYTHON, agent_bundle, agent_code_hash, agent_command
@@ -358,10 +359,9 @@ class NvmeAgentGc(Construct):
         self.service_account = kplus.ServiceAccount(self, "ServiceAccount", metadata=meta(name=name),
                                                     automount_token=True)
         self.role = kplus.Role(self, "Role", metadata=meta(name=name))
-        self.role.allow(["list"], kplus.ApiResource.PODS, kplus.ApiResource.DAEMON_SETS, kplus.ApiResource.DEPLOYMENTS,
-                        kplus.ApiResource.STATEFUL_SETS, kplus.ApiResource.REPLICA_SETS, kplus.ApiResource.JOBS,
-                        kplus.ApiResource.CRON_JOBS)
-        self.role.allow(["list", "delete"], kplus.ApiResource.CONFIG_MAPS)
+        for rule in AGENT_GC_ROLE_RULES:
+            self.role.allow(list(rule.verbs), kplus.ApiResource.custom(api_group=rule.group,
+                                                                      resource_type=rule.resource))
         self.role_binding = kplus.RoleBinding(self, "RoleBinding", metadata=meta(name=name), role=self.role)
         self.role_binding.add_subjects(self.service_account)
         current = plan.code_configmap_name

@@ -121,9 +121,21 @@ class Manifests(Strict):
 
     crd_paths: ClassVar[CrdPaths] = {
         "delivery": NoCrd("how the stack delivers the manifests"),
+        "gitops": NoCrd("how the stack delivers the manifests"),
     }
     delivery: Literal["kubectl", "files"] = "kubectl"
     """kubectl: the stack applies the objects through the cluster's kubectl provider; files: written for GitOps only
     (every value must be known at synth)."""
+    gitops: Literal["argocd", "flux", "none"] = "none"
+    """delivery: files only. The tool that applies the files: argocd adds sync waves
+    (``argocd.argoproj.io/sync-wave``) in dependency order; flux and none write the folder as it is (Flux's
+    kustomize-controller applies namespaces first on its own). Every folder gets a ``kustomization.yaml``."""
+
+    @model_validator(mode="after")
+    def _gitops_with_files(self) -> Manifests:
+        if self.gitops != "none" and self.delivery != "files":
+            _raise_all(type(self), [_err(("gitops",), "only used with delivery: files (the stack applies the objects "
+                                                      "itself with delivery: kubectl)", self.gitops)])
+        return self
 
 

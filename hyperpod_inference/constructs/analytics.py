@@ -29,6 +29,7 @@ from constructs import Construct
 from ..facts import analytics as facts
 from ..facts import naming
 from .data_capture import DataCaptureStorage
+from .lazy import literal_stack_name
 from .nag import acknowledge_resource_wildcard
 
 ATHENA_ENGINE_VERSION = "Athena engine version 3"
@@ -76,7 +77,7 @@ class CaptureAnalytics(Construct):
         stack = Stack.of(self)
         self._stack = stack
         self.capture = capture
-        base = name_base or naming.capture_name_base(stack.stack_name, stack.account, stack.region)
+        base = name_base or naming.capture_name_base(literal_stack_name(stack), stack.account, stack.region)
         self.database_name = naming.capture_database_name(base)
         self.work_group_name = naming.capture_workgroup_name(base)
         self.results_prefix = facts.RESULTS_PREFIX

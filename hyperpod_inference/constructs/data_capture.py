@@ -34,7 +34,7 @@ from aws_cdk.aws_kms import Key as _KmsKey
 from constructs import Construct
 
 from ..facts import naming, rules
-from .lazy import is_unresolved, literal_partition
+from .lazy import is_unresolved, literal_partition, literal_stack_name
 from .nag import render_resolved
 
 ALB_LOG_DELIVERY_SERVICE = "logdelivery.elasticloadbalancing.amazonaws.com"
@@ -316,7 +316,7 @@ class DataCaptureStorage(Construct):
     def _name_base(self, physical_name_prefix: str | None) -> str:
         if physical_name_prefix is not None:
             return physical_name_prefix
-        return naming.capture_name_base(self._stack.stack_name, self._account, self._region)
+        return naming.capture_name_base(literal_stack_name(self._stack), self._account, self._region)
 
     def _create_bucket(self, *, log_bucket_name: str, removal_policy: RemovalPolicy) -> s3.Bucket:
         # The log bucket is written by the S3 logging service through a bucket policy (not the log-delivery ACL,

@@ -33,6 +33,27 @@ def literal_partition(scope: IConstruct) -> str:
     return Aws.PARTITION
 
 
+def literal_stack_name(scope: IConstruct) -> str:
+    """The name of ``scope``'s stack as it is known at synth. A nested stack's own name is a deploy-time value
+    (CloudFormation makes it from its parent's, up to 128 characters), so inside one it is the top-level stack's name
+    and the ids of the nested stacks on the way, joined by ``-`` (``Platform-Serving``); a top-level stack's name, in
+    a ``Stage`` too, is its own."""
+    stack = Stack.of(scope)
+    ids: list[str] = []
+    while stack.nested_stack_parent is not None:
+        ids.insert(0, stack.node.id)
+        stack = stack.nested_stack_parent
+    return "-".join([stack.stack_name, *ids])
+
+
+def top_level_stack(scope: IConstruct) -> Stack:
+    """The stack of ``scope`` that is not nested in another."""
+    stack = Stack.of(scope)
+    while stack.nested_stack_parent is not None:
+        stack = stack.nested_stack_parent
+    return stack
+
+
 @jsii.implements(IStableAnyProducer)
 class _Produce:
     def __init__(self, fn: Callable[[], Any]) -> None:

@@ -31,6 +31,10 @@ class NameRule:
     """The characters allowed, as the body of a regex character class."""
     separator: str = "-"
     """What joins the parts (and the hash) of a name."""
+    min_length: int = 1
+    pattern: str | None = None
+    """A whole name's further rule, as a regex it must match in full (how it starts and ends, ...)."""
+    pattern_says: str = ""
 
     def problem(self, name: str) -> str | None:
         """Why ``name`` is not a valid name here, or None. Deploy-time values are not checked."""
@@ -38,8 +42,12 @@ class NameRule:
             return None
         if len(name) > self.max_length:
             return f"{self.service} names are at most {self.max_length} characters ({name!r} has {len(name)})"
+        if len(name) < self.min_length:
+            return f"{self.service} names are at least {self.min_length} characters ({name!r})"
         if not re.fullmatch(f"[{self.charset}]+", name):
             return f"{self.service} names take only [{self.charset}] ({name!r})"
+        if self.pattern is not None and not re.fullmatch(self.pattern, name):
+            return f"{self.service} names {self.pattern_says} ({name!r})"
         return None
 
 
@@ -51,6 +59,40 @@ ATHENA_WORKGROUP = NameRule("Athena workgroup", 128, "A-Za-z0-9._-")
 GLUE_DATABASE = NameRule("Glue database", 255, "a-z0-9_", separator="_")
 K8S_LABEL = NameRule("Kubernetes DNS-1123 label", 63, "a-z0-9-")
 K8S_SUBDOMAIN = NameRule("Kubernetes DNS-1123 subdomain", 253, "a-z0-9.-")
+
+# Whole names as the services take them (the rules above also check parts of a name).
+S3_BUCKET_NAME = NameRule("S3 bucket", 63, "a-z0-9.-", min_length=3, pattern=r"(?!.*\.\.)[a-z0-9](.*[a-z0-9])?",
+                          pattern_says="start and end with a letter or digit and hold no '..'")
+KMS_ALIAS_NAME = NameRule("KMS alias", 256, "A-Za-z0-9/_-", pattern=r"alias/(?!aws/).+",
+                          pattern_says="start with 'alias/' (not 'alias/aws/')")
+CLOUDWATCH_DASHBOARD = NameRule("CloudWatch dashboard", 255, "A-Za-z0-9_-")
+CLOUDWATCH_ALARM = NameRule("CloudWatch alarm", 255, " -~")
+LOG_GROUP = NameRule("CloudWatch Logs log group", 512, "A-Za-z0-9._/#-")
+SNS_TOPIC = NameRule("SNS topic", 256, "A-Za-z0-9_-")
+STATE_MACHINE = NameRule("Step Functions state machine", 80, "A-Za-z0-9_-")
+ATHENA_PREPARED_STATEMENT = NameRule("Athena prepared statement", 256, "A-Za-z0-9_@:", pattern=r"[A-Za-z_].*",
+                                     pattern_says="start with a letter or '_'")
+PROMETHEUS_RULE_GROUPS = NameRule("Prometheus rule groups namespace", 64, "A-Za-z0-9._-",
+                                  pattern=r"[A-Za-z0-9].*", pattern_says="start with a letter or digit")
+
+#: (CloudFormation type, property) -> the rule of the physical name the library gives it: every such name is checked
+#: at synth (``assembly/limits.py``), a deploy-time value in one included.
+PHYSICAL_NAME_RULES: dict[tuple[str, str], NameRule] = {
+    ("AWS::S3::Bucket", "BucketName"): S3_BUCKET_NAME,
+    ("AWS::IAM::Role", "RoleName"): IAM_ROLE,
+    ("AWS::KMS::Alias", "AliasName"): KMS_ALIAS_NAME,
+    ("AWS::CloudWatch::Dashboard", "DashboardName"): CLOUDWATCH_DASHBOARD,
+    ("AWS::CloudWatch::Alarm", "AlarmName"): CLOUDWATCH_ALARM,
+    ("AWS::CloudWatch::CompositeAlarm", "AlarmName"): CLOUDWATCH_ALARM,
+    ("AWS::Logs::LogGroup", "LogGroupName"): LOG_GROUP,
+    ("AWS::Lambda::Function", "FunctionName"): LAMBDA_FUNCTION,
+    ("AWS::SNS::Topic", "TopicName"): SNS_TOPIC,
+    ("AWS::StepFunctions::StateMachine", "StateMachineName"): STATE_MACHINE,
+    ("AWS::Athena::WorkGroup", "Name"): ATHENA_WORKGROUP,
+    ("AWS::Athena::PreparedStatement", "StatementName"): ATHENA_PREPARED_STATEMENT,
+    ("AWS::Glue::Database", "DatabaseInput.Name"): GLUE_DATABASE,
+    ("AWS::APS::RuleGroupsNamespace", "Name"): PROMETHEUS_RULE_GROUPS,
+}
 
 #: Widths reserved for values known only at deploy time (an account ID; the longest Region name, e.g. ap-southeast-5).
 ACCOUNT_LENGTH = 12

@@ -1005,6 +1005,7 @@ def check_keys(ctx: Context) -> Iterator[Result]:
 
 
 from . import doctor_alarms as doctor_alarms  # noqa: E402  (registers alarms.topic with the checks above)
+from . import doctor_rbac as doctor_rbac  # noqa: E402  (registers cluster.agent-role with the checks above)
 
 # -------------------------------------------------------------------------------------------------------- runner
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)

@@ -24,6 +24,8 @@ TOOLS = ("aws", "kubectl", "make", "cdk", "npx")
 class Command:
     page: str
     text: str
+    #: In a fenced shell block (a line to run), not an inline code span of the prose.
+    in_block: bool = True
 
     @property
     def argv(self) -> list[str]:
@@ -55,7 +57,7 @@ def commands(path: Path) -> list[Command]:
     prose = re.sub(r"^\s*```.*?^\s*```", "", text, flags=re.S | re.M)
     for span in re.findall(r"`([^`\n]+)`", prose):
         if span.split(" ", 1)[0] in TOOLS and " " in span and not _mention(span):
-            out.append(Command(path.name, span))
+            out.append(Command(path.name, span, in_block=False))
     return out
 
 
@@ -304,6 +306,17 @@ def cdk_flags(subcommand: str) -> frozenset[str]:
                           env={"PATH": str(REPO / "node_modules" / ".bin") + ":/usr/bin:/bin",
                                "CDK_DISABLE_CLI_TELEMETRY": "true", "HOME": "/tmp"})
     return frozenset(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", done.stdout + done.stderr))
+
+
+def fresh_shell_problem(cmd: Command) -> str | None:
+    """Why a CDK CLI command the page shows fails in a fresh shell, or None. ``cdk`` is not on a fresh shell's PATH,
+    and ``npx cdk`` runs ``python3 app.py`` (cdk.json) with the system's Python, which has neither aws-cdk-lib nor the
+    package: the make targets run both from the venv and node_modules. A command is shown when it is a line of a
+    shell block or an inline span with more than its subcommand (``cdk destroy`` alone names the CDK step)."""
+    if cmd.tool != "cdk" or (not cmd.in_block and len(cmd.argv) <= (3 if cmd.argv[0] == "npx" else 2)):
+        return None
+    return (f"{cmd.page}: `{cmd.text}` fails in a fresh shell (no cdk on PATH; npx cdk runs app.py with the "
+            "system's python3): show the make target (make synth / diff / deploy / destroy CONFIG=...)")
 
 
 def check_cdk(argv: list[str]) -> list[str]:

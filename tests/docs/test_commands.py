@@ -92,6 +92,20 @@ def test_make_and_cdk_checks_refuse_unknown_targets_and_flags() -> None:
     assert c.check_cdk(["npx", "cdk", "deploy", "--no-such-flag"]) == ["cdk deploy: no flag --no-such-flag"]
 
 
+def test_no_page_shows_a_cdk_command_that_fails_in_a_fresh_shell() -> None:
+    assert [p for cmd in ALL if (p := c.fresh_shell_problem(cmd))] == []
+
+
+def test_the_fresh_shell_check_refuses_bare_and_npx_cdk_commands() -> None:
+    # GIVEN a shell line, a span with arguments, and a span naming the step
+    assert c.fresh_shell_problem(c.Command("p.md", "cdk diff -c config=hyperpod.yaml"))
+    assert c.fresh_shell_problem(c.Command("p.md", "npx cdk synth -c config=a.yaml", in_block=False))
+    assert c.fresh_shell_problem(c.Command("p.md", "npx cdk deploy"))
+    # THEN the step's name in prose and a make target pass
+    assert c.fresh_shell_problem(c.Command("p.md", "cdk destroy", in_block=False)) is None
+    assert c.fresh_shell_problem(c.Command("p.md", "make diff CONFIG=hyperpod.yaml")) is None
+
+
 # ----------------------------------------------------------------------------------- commands needing an account
 def test_testing_page_lists_every_page_with_account_commands() -> None:
     # GIVEN the pages that show aws / kubectl / cdk deploy commands THEN docs/testing.md lists exactly those

@@ -73,11 +73,25 @@ def default_synth(shared_synth) -> Any:
     return shared_synth(DEFAULT_CONFIG, nag=False)
 
 
-def test_resource_inventory_matches_the_default_template(default_synth: Any) -> None:
-    # GIVEN the default config's synth WHEN its inventory is rendered THEN the quickstart page shows exactly it
-    table = inventory.render(inventory.rows(default_synth.outdir, default_synth.stack.artifact_id))
+@pytest.fixture(scope="module")
+def make_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default config synthesized as `make synth` does it (cdk.json's feature flags), by the inventory tool."""
+    return inventory.synth_default(tmp_path_factory.mktemp("inventory"))
+
+
+def test_resource_inventory_matches_the_default_template(make_synth: Path) -> None:
+    # GIVEN the default config's synth with cdk.json's context WHEN its inventory is rendered THEN the quickstart page
+    # shows exactly it: the counts and every kept resource by name
     page = QUICKSTART.read_text()
-    assert inventory.replace_block(page, table) == page, "re-run: python tools/resource_inventory.py"
+    assert inventory.render_page(page, make_synth) == page, "re-run: python tools/resource_inventory.py"
+
+
+def test_the_inventory_names_the_two_log_groups_destroy_keeps(make_synth: Path) -> None:
+    # GIVEN the synth as make synth runs it THEN aws-cdk-lib's kubectl provider keeps its handler's and its provider
+    # framework's log groups (cdk.json's @aws-cdk/aws-lambda:useCdkManagedLogGroup), and the page names them
+    kept = [row for row in inventory.kept_rows(make_synth) if row[0] == "AWS::Logs::LogGroup"]
+    assert len(kept) == 2 and all(name.startswith("/aws/lambda/<") for _, name, _, _ in kept)
+    assert all(f"`{name}`" in QUICKSTART.read_text() for _, name, _, _ in kept)
 
 
 def test_inventory_counts_retained_resources_from_the_template(tmp_path: Path) -> None:
@@ -86,6 +100,7 @@ def test_inventory_counts_retained_resources_from_the_template(tmp_path: Path) -
                                               '"Retain"}, "R": {"Type": "AWS::IAM::Role"}}}')
     assert inventory.rows(tmp_path, "S") == [("AWS::IAM::Role", 1, "deleted"),
                                              ("AWS::S3::Bucket", 1, "kept (DeletionPolicy Retain)")]
+    assert inventory.kept_rows(tmp_path, "S") == [("AWS::S3::Bucket", "B", "the stack", "kept (DeletionPolicy Retain)")]
 
 
 def supported_kubernetes_versions() -> list[str]:

@@ -86,8 +86,8 @@ def test_the_quickstart_needs_nothing_on_path():
     ("doctor CONFIG=my-cluster.yaml", ".venv/bin/python -m hyperpod_inference doctor -c my-cluster.yaml"),
     ("bootstrap CONFIG=my-cluster.yaml", "node_modules/.bin/cdk bootstrap --no-notices -c config=my-cluster.yaml"),
     ("deploy CONFIG=my-cluster.yaml", "node_modules/.bin/cdk deploy --no-notices -c config=my-cluster.yaml "
-                                      "--outputs-file outputs.json"),
-    ("destroy CONFIG=my-cluster.yaml", "node_modules/.bin/cdk destroy --no-notices -c config=my-cluster.yaml"),
+                                      "--outputs-file outputs.json --all"),
+    ("destroy CONFIG=my-cluster.yaml", "node_modules/.bin/cdk destroy --no-notices -c config=my-cluster.yaml --all"),
 ])
 def test_each_make_target_runs_the_venv_and_the_pinned_cli(target, runs):
     # GIVEN the target as the quickstart writes it / WHEN make prints what it would run (make -n)

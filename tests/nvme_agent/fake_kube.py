@@ -1,7 +1,8 @@
 """A fake Kubernetes API on 127.0.0.1 for the agent's ``gc``: namespaced lists (paged by ``limit`` / ``continue``) of
 the kinds ``gc`` reads and ``DELETE`` of ConfigMaps with a uid precondition, and ``GET`` of any other path set in
-``static`` (cluster-scoped objects for the doctor's checks). It ignores ``labelSelector`` (the agent
-checks the labels itself) but records every request."""
+``static`` (cluster-scoped objects for the doctor's checks), and ``POST`` of a ``SubjectAccessReview`` answered from
+``grants`` (RBAC as a set of namespaced permissions per user and group; nothing is stored, as on a real server). It
+ignores ``labelSelector`` (the agent checks the labels itself) but records every request."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 PATHS = {"configmaps": "/api/v1", "pods": "/api/v1", "daemonsets": "/apis/apps/v1", "deployments": "/apis/apps/v1",
          "statefulsets": "/apis/apps/v1", "replicasets": "/apis/apps/v1", "jobs": "/apis/batch/v1",
          "cronjobs": "/apis/batch/v1"}
+SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
 
 def pod_spec(*configmaps: str, projected: bool = False) -> dict:
@@ -33,6 +35,10 @@ class FakeKube:
         self.on_list: Callable[[str, int], None] | None = None  # (resource, how many lists of it so far)
         self.fail_once: set[str] = set()  # resources whose next list answers 500
         self.static: dict[str, dict] = {}  # any other path -> the object a GET of it answers (e.g. cluster-scoped)
+        #: "user:<name>" / "group:<name>" -> {(namespace, API group, resource, verb)}: what a review allows
+        self.grants: dict[str, set[tuple[str, str, str, str]]] = {}
+        self.review_status = 200  # another status: the caller may not create SubjectAccessReviews
+        self.reviews: list[dict] = []  # the review specs asked
         self.lock = threading.Lock()
         fake = self
 
@@ -86,6 +92,25 @@ class FakeKube:
                 end = start + min(int(query.get("limit") or 10**9), fake.page_size)
                 meta = {"continue": str(end)} if end < len(items) else {}
                 return self._send(200, {"kind": "List", "items": items[start:end], "metadata": meta})
+
+            def do_POST(self):
+                self._route()
+                if self.headers.get("Authorization") != f"Bearer {fake.token}":
+                    return self._send(401, {"kind": "Status", "code": 401})
+                if urllib.parse.urlsplit(self.path).path != SUBJECT_ACCESS_REVIEWS:
+                    return self._send(405, {"kind": "Status", "code": 405})
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if fake.review_status != 200:
+                    return self._send(fake.review_status, {"kind": "Status", "code": fake.review_status})
+                spec = body.get("spec") or {}
+                attrs = spec.get("resourceAttributes") or {}
+                wanted = (attrs.get("namespace", ""), attrs.get("group", ""), attrs.get("resource", ""),
+                          attrs.get("verb", ""))
+                subjects = [f"user:{spec.get('user')}", *(f"group:{g}" for g in spec.get("groups") or [])]
+                with fake.lock:
+                    fake.reviews.append(spec)
+                    allowed = any(wanted in fake.grants.get(s, set()) for s in subjects)
+                return self._send(201, {**body, "status": {"allowed": allowed}})
 
             def do_DELETE(self):
                 route = self._route()

@@ -109,6 +109,7 @@ class FakeEks:
 
     addons: dict[str, dict] = field(default_factory=dict)  # add-on name -> Addon
     access: dict[str, list[dict]] = field(default_factory=dict)  # principal ARN -> associated access policies
+    groups: dict[str, list[str]] = field(default_factory=dict)  # principal ARN -> the access entry's Kubernetes groups
 
     def add_addon(self, name: str, version: str, *, status: str = "ACTIVE", tags: dict | None = None) -> None:
         now = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
@@ -136,7 +137,8 @@ class FakeEks:
             return _not_found(f"The specified principalArn could not be found: {principal}")
         if operation == "DescribeAccessEntry":
             return _answer(200, {"accessEntry": {"clusterName": EKS, "principalArn": principal, "type": "STANDARD",
-                                                 "username": principal}})
+                                                 "username": principal,
+                                                 "kubernetesGroups": self.groups.get(principal, [])}})
         return _answer(200, {"clusterName": EKS, "principalArn": principal,
                              "associatedAccessPolicies": self.access[principal]})
 

@@ -17,6 +17,7 @@ from ...facts.operator import (
     OPERATOR_NAMESPACE,
 )
 from ..irsa import ServiceAccountRef, irsa_principal, oidc_issuer_from_arn
+from ..lazy import literal_stack_name
 from ._common import _acknowledge, _nag_iam4, _raise_if
 
 
@@ -27,7 +28,7 @@ def default_execution_role_name(stack: Stack) -> str:
     Region is a deploy-time value: the stack-name part is then shortened so that any Region still fits.
     """
     region = stack.region
-    return naming.execution_role_name(stack.stack_name, Aws.REGION if Token.is_unresolved(region) else region)
+    return naming.execution_role_name(literal_stack_name(stack), Aws.REGION if Token.is_unresolved(region) else region)
 
 
 def sagemaker_principal(scope: Construct, *, source_account: bool = True) -> iam.ServicePrincipal:

@@ -10,6 +10,7 @@ from constructs import Construct
 from ...facts import naming, rules
 from ...facts import operator as facts
 from ...facts.operator import OPERATOR_MANAGED_POLICY, TLS_BUCKET_PREFIX
+from ..lazy import literal_stack_name
 from ._common import _acknowledge, _nag_iam5, _nag_value, _raise_if
 
 _OPERATOR_OBJECT_TAG = facts.OPERATOR_OBJECT_TAG
@@ -69,7 +70,7 @@ class TlsBucket(Construct):
                                                   noncurrent_version_expiration=Duration.days(365))],
                 removal_policy=RemovalPolicy.RETAIN,
             )
-            physical_name = naming.tls_bucket_name(name_scope or stack.stack_name, stack.account, stack.region)
+            physical_name = naming.tls_bucket_name(name_scope or literal_stack_name(stack), stack.account, stack.region)
             self.bucket: s3.IBucket = s3.Bucket(
                 self,
                 "Bucket",
@@ -103,7 +104,7 @@ class TlsBucket(Construct):
         # certificates get their own folder, and the grant names only that folder.
         self.object_prefix: str | None = (
             None if self.managed_policy_covers
-            else naming.tls_certificate_prefix(name_scope or Stack.of(self).stack_name))
+            else naming.tls_certificate_prefix(name_scope or literal_stack_name(self)))
         self.s3_uri = (f"s3://{self.bucket_name}" if self.object_prefix is None
                        else f"s3://{self.bucket_name}/{self.object_prefix}/")
 
