@@ -18,7 +18,7 @@ from hyperpod_inference.ops.aws import Aws
 from hyperpod_inference.ops.init import discover, render, write
 
 ACCOUNT = "111122223333"
-NOW = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
+NOW = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
 REGIONS = [("cn-north-1", "aws-cn", "amazonaws.com.cn"), ("us-gov-west-1", "aws-us-gov", "amazonaws.com")]
 
 
