@@ -109,13 +109,15 @@ test: deps
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The newest versions the ranges in pyproject.toml allow, resolved afresh on every run (the lock is not read or
-# written); their list is kept in $(LATEST_VENV)/versions.txt. A failure here and not in `make test` is a new release
+# written); their list is kept in $(LATEST_VENV)/versions.txt, and its stamp lets a `make <target>
+# VENV=$(LATEST_VENV)` that a test runs use it as it is. A failure here and not in `make test` is a new release
 # of a dependency: fix the code or narrow the range, then `make lock`.
 test-latest: $(UV_STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) promtool
 	rm -rf $(LATEST_VENV)
 	$(UV) venv --quiet --python $(PYTHON) $(LATEST_VENV)
 	$(UV) pip install --quiet --python $(LATEST_VENV)/bin/python --resolution highest -e '.[dev]'
 	$(UV) pip freeze --python $(LATEST_VENV)/bin/python > $(LATEST_VENV)/versions.txt
+	touch $(LATEST_VENV)/.installed
 	$(LATEST_VENV)/bin/ruff check hyperpod_inference tests benchmarks tools
 	PATH=$(CURDIR)/$(LATEST_VENV)/bin:$$PATH $(LATEST_VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
