@@ -51,6 +51,7 @@ REQUIRED_CHECKS = ("identity.account", "cluster.hyperpod", "cluster.eks")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: The longest text of a result's field (an AWS error's message is cut well before).
 MAX_FIELD_CHARS = 1000
+MASTERS = "system:masters"
 AWS_AUTH = "ConfigMap kube-system/aws-auth"
 OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
 OPERATOR_CRDS = (f"inferenceendpointconfigs.{OPERATOR_GROUP}", f"jumpstartmodels.{OPERATOR_GROUP}")
@@ -412,26 +413,31 @@ def _aws_auth_problem(entries: Any) -> str | None:
     return None
 
 
-def _aws_auth(ctx: Context, role_arn: str) -> tuple[bool, str | None]:
-    """(the aws-auth ConfigMap maps ``role_arn`` to system:masters, why its mapRoles cannot be read)."""
+def aws_auth_mappings(ctx: Context, role_arn: str) -> tuple[list[dict], str | None]:
+    """(the aws-auth ``mapRoles`` entries of ``role_arn``, why mapRoles cannot be read). No ConfigMap, or no
+    mapRoles in it: no entries."""
     status, body = ctx.kube_get("/api/v1/namespaces/kube-system/configmaps/aws-auth")
     if status == 404:
-        return False, None
+        return [], None
     if status != 200:
         raise Skip(f"GET {AWS_AUTH} answered {status}")
     text = (body.get("data") or {}).get("mapRoles")
     if text is None:
-        return False, None
+        return [], None
     try:
         entries = load_yaml_text(str(text), f"{AWS_AUTH} mapRoles") or []
     except ConfigError as err:
-        return False, f"mapRoles is not valid YAML: {'; '.join(f'{w}: {m}' for w, m in err.problems)}"
+        return [], f"mapRoles is not valid YAML: {'; '.join(f'{w}: {m}' for w, m in err.problems)}"
     problem = _aws_auth_problem(entries)
     if problem:
-        return False, problem
-    granted = any(_same_role(entry["rolearn"], role_arn) and "system:masters" in entry.get("groups", [])
-                  for entry in entries)
-    return granted, None
+        return [], problem
+    return [entry for entry in entries if _same_role(entry["rolearn"], role_arn)], None
+
+
+def _aws_auth(ctx: Context, role_arn: str) -> tuple[bool, str | None]:
+    """(the aws-auth ConfigMap maps ``role_arn`` to system:masters, why its mapRoles cannot be read)."""
+    mappings, problem = aws_auth_mappings(ctx, role_arn)
+    return any(MASTERS in entry.get("groups", []) for entry in mappings), problem
 
 
 def _same_role(a: str, b: str) -> bool:

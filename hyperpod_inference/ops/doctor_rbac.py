@@ -11,23 +11,16 @@ and groups that role is mapped to (its EKS access entry, else its aws-auth entry
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import yaml
-
 from ..facts.rbac import AGENT_GC_ROLE_RULES, CREATE_ROLE_RULES, ESCALATE_RULE, Rule
-from ..facts.rules import role_name_from_arn
 from .aws import Skip
-from .doctor import CLUSTER_ADMIN_POLICY, FAIL, PASS, SKIP, WARN, Context, Result, check
-from .kube import TIMEOUT_SECONDS
+from .doctor import FAIL, MASTERS, PASS, SKIP, WARN, Context, Result, aws_auth_mappings, check
+from .kube import KubeUnavailable
 
 CHECK_ID = "cluster.agent-role"
 REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
-MASTERS = "system:masters"
 
 
 @dataclass(frozen=True)
@@ -48,17 +41,6 @@ def daemonset_namespaces(ctx: Context) -> list[str]:
                    if ep.weight_cache is not None and ep.weight_cache.mode == "daemonset"})
 
 
-def _aws_auth_entry(ctx: Context, role_arn: str) -> dict | None:
-    status, body = ctx.kube_get("/api/v1/namespaces/kube-system/configmaps/aws-auth")
-    if status != 200:
-        return None
-    name = role_name_from_arn(role_arn)
-    for entry in yaml.safe_load((body.get("data") or {}).get("mapRoles") or "[]") or []:
-        if str(entry.get("rolearn", "")).rsplit("/", 1)[-1] == name:
-            return entry
-    return None
-
-
 def kubectl_subject(ctx: Context) -> Subject | Result:
     """The Kubernetes identity of ``cluster.kubectlRoleArn``, or a Result when it is cluster admin or has none."""
     role = str(ctx.config.cluster.kubectl_role_arn)
@@ -68,7 +50,7 @@ def kubectl_subject(ctx: Context) -> Subject | Result:
         key = {"clusterName": ctx.eks_name, "principalArn": role}
         policies = ctx.aws.call("eks", "ListAssociatedAccessPolicies", **key, missing=("ResourceNotFoundException",))
         associated = (policies or {}).get("associatedAccessPolicies") or []
-        if any(p.get("policyArn") == CLUSTER_ADMIN_POLICY and (p.get("accessScope") or {}).get("type") == "cluster"
+        if any(p.get("policyArn") == ctx.cluster_admin_policy and (p.get("accessScope") or {}).get("type") == "cluster"
                for p in associated):
             return Result(CHECK_ID, PASS, resource, "cluster admin (AmazonEKSClusterAdminPolicy): may create any Role")
         entry = ctx.aws.call("eks", "DescribeAccessEntry", **key, missing=("ResourceNotFoundException",))
@@ -79,34 +61,31 @@ def kubectl_subject(ctx: Context) -> Subject | Result:
                                                           for p in associated))
         if mode == "API":
             return Result(CHECK_ID, SKIP, resource, "the role has no access entry (see cluster.access-entry)")
-    mapped = _aws_auth_entry(ctx, role)
-    if mapped is None:
+    mappings, problem = aws_auth_mappings(ctx, role)
+    if problem:
+        return Result(CHECK_ID, SKIP, resource, f"the aws-auth ConfigMap cannot be read ({problem}; see "
+                                                "cluster.access-entry)")
+    if not mappings:
         return Result(CHECK_ID, SKIP, resource, "neither an access entry nor aws-auth maps the role (see "
                                                 "cluster.access-entry)")
-    groups = tuple(mapped.get("groups") or ())
+    groups = tuple(g for entry in mappings for g in entry.get("groups", []))
     if MASTERS in groups:
         return Result(CHECK_ID, PASS, resource, "mapped to system:masters in aws-auth: may create any Role")
-    return Subject(str(mapped.get("username") or role), groups, "its aws-auth entry")
+    return Subject(str(mappings[0].get("username") or role), groups, "its aws-auth entry")
 
 
 def review(ctx: Context, subject: Subject, namespace: str, rule: Rule, verb: str) -> bool:
     """Whether ``subject`` may ``verb`` ``rule``'s resource in ``namespace``: one SubjectAccessReview."""
-    kube = ctx.kube()
     body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {
         "user": subject.user, "groups": [*subject.groups, "system:authenticated"],
         "resourceAttributes": {"namespace": namespace, "verb": verb, "group": rule.group, "resource": rule.resource}}}
-    request = urllib.request.Request(kube.server + REVIEWS, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
-    if kube.token:
-        request.add_header("Authorization", f"Bearer {kube.token}")
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS, context=kube.context) as resp:  # noqa: S310
-            answer = json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as err:
-        raise Skip(f"the API server answered {err.code} to a SubjectAccessReview: doctor's credentials need create "
-                   "on subjectaccessreviews (authorization.k8s.io), as cluster admins have") from None
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        raise Skip(f"the Kubernetes API at {kube.server} cannot be reached ({err})") from None
+        status, answer = ctx.kube().post(REVIEWS, body)
+    except KubeUnavailable as err:
+        raise Skip(str(err)) from None
+    if status >= 300:
+        raise Skip(f"the API server answered {status} to a SubjectAccessReview: doctor's credentials need create "
+                   "on subjectaccessreviews (authorization.k8s.io), as cluster admins have")
     return bool((answer.get("status") or {}).get("allowed"))
 
 

@@ -143,8 +143,18 @@ class Kube:
         """``GET path``: (HTTP status, body); ``metadata_only``: the object's metadata alone (an API server that
         cannot answer so says 406). :class:`KubeUnavailable` when the API cannot be reached, refuses the caller or
         answers with a redirect (never followed: the token would go with it)."""
-        accept = METADATA_ONLY if metadata_only else "application/json"
-        request = urllib.request.Request(self.server + path, headers={"Accept": accept})
+        return self._send("GET", path, METADATA_ONLY if metadata_only else "application/json")
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """``POST path`` with a JSON ``body`` (a review object: it changes nothing), as :meth:`get` answers."""
+        return self._send("POST", path, "application/json", body)
+
+    def _send(self, method: str, path: str, accept: str, body: dict[str, Any] | None = None,
+              ) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(self.server + path, method=method, headers={"Accept": accept},
+                                         data=None if body is None else json.dumps(body).encode())
+        if body is not None:
+            request.add_header("Content-Type", "application/json")
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
         opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=self.context), _NoRedirect())
@@ -154,12 +164,12 @@ class Kube:
         except urllib.error.HTTPError as err:
             if err.code in (401, 403):
                 raise KubeUnavailable(f"the Kubernetes API of context {self.context_name} answered {err.code} to "
-                                      f"GET {path}: the caller is not allowed in") from None
+                                      f"{method} {path}: the caller is not allowed in") from None
             if 300 <= err.code < 400:
                 location = urllib.parse.urljoin(self.server + path, err.headers.get("Location") or "")
                 host = urllib.parse.urlsplit(location).hostname or "an unnamed host"
-                raise KubeUnavailable(f"the Kubernetes API of context {self.context_name} answered {err.code} to GET "
-                                      f"{path}, a redirect to {host}: not followed (the request carries the "
+                raise KubeUnavailable(f"the Kubernetes API of context {self.context_name} answered {err.code} to "
+                                      f"{method} {path}, a redirect to {host}: not followed (the request carries the "
                                       "cluster's token); check the kubeconfig's server") from None
             return err.code, _object(err.read())
         except (urllib.error.URLError, OSError, ValueError) as err:

@@ -124,6 +124,25 @@ def test_aws_auth_masters_pass_and_aws_auth_groups_are_reviewed(account, daemons
     assert {r["user"] for r in account.kube.reviews} == {"kubectl"}
 
 
+@pytest.mark.parametrize("map_roles", [
+    [{"rolearn": "ROLE", "username": "kubectl", "groups": "system:masters"}],  # groups a string, not a list
+    {"rolearn": "ROLE"},  # not a list of mappings
+    "- rolearn: [unclosed",  # not YAML
+], ids=["groups-string", "not-a-list", "not-yaml"])
+def test_a_malformed_aws_auth_is_a_skip_naming_it_never_a_pass(account, daemonset_config, map_roles):
+    # GIVEN a cluster authenticating through aws-auth only, whose mapRoles is not what the authenticator reads
+    account.eks_patch["accessConfig"] = {"authenticationMode": "CONFIG_MAP"}
+    role = account.ids["kubectl_role"]
+    text = map_roles if isinstance(map_roles, str) else yaml.safe_dump(
+        yaml.safe_load(yaml.safe_dump(map_roles).replace("ROLE", role)))
+    account.kube.static["/api/v1/namespaces/kube-system/configmaps/aws-auth"] = {
+        "kind": "ConfigMap", "data": {"mapRoles": text}}
+    # WHEN doctor checks the agent Role THEN it skips naming the ConfigMap (a string of groups is no system:masters)
+    [result] = _results(account, daemonset_config)
+    assert result["status"] == "skip" and "aws-auth" in result["detail"], result
+    assert account.kube.reviews == []
+
+
 def test_files_delivery_skips_naming_what_the_gitops_identity_needs(account, daemonset_config):
     daemonset_config["manifests"] = {"delivery": "files"}
     daemonset_config.pop("domain", None)
