@@ -56,8 +56,13 @@ $(UV_STAMP): tools/uv-requirements.txt
 	touch $@
 
 # the venv exactly as uv.lock has it (--locked: refused when pyproject.toml changed and the lock was not refreshed)
+# aws-cdk-lib and its dependency aws-cdk.cloud-assembly-schema both ship aws_cdk/cloud_assembly_schema/__init__.py;
+# aws-cdk-lib's must win (the other breaks jsii: "Unknown interface: aws-cdk-lib.cloud_assembly_schema.MetadataEntry").
+# pip installs a dependency first, uv sync does not, so aws-cdk-lib is installed again on its own.
+CDK_LIB_LAST = --reinstall-package aws-cdk-lib
 $(STAMP): pyproject.toml uv.lock $(UV_STAMP)
 	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --quiet --locked --extra dev --python $(PYTHON)
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --quiet --locked --extra dev --python $(PYTHON) $(CDK_LIB_LAST)
 	$(BIN)/python -m compileall -q $(VENV)/lib > /dev/null
 	touch $@
 
@@ -116,6 +121,8 @@ test-latest: $(UV_STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) promtool
 	rm -rf $(LATEST_VENV)
 	$(UV) venv --quiet --python $(PYTHON) $(LATEST_VENV)
 	$(UV) pip install --quiet --python $(LATEST_VENV)/bin/python --resolution highest -e '.[dev]'
+	$(UV) pip install --quiet --python $(LATEST_VENV)/bin/python --no-deps --reinstall \
+		"$$($(UV) pip freeze --python $(LATEST_VENV)/bin/python | grep '^aws-cdk-lib==')"
 	$(UV) pip freeze --python $(LATEST_VENV)/bin/python > $(LATEST_VENV)/versions.txt
 	touch $(LATEST_VENV)/.installed
 	$(LATEST_VENV)/bin/ruff check hyperpod_inference tests benchmarks tools
