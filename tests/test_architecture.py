@@ -11,7 +11,8 @@ against the table:
 | plan (assembly/plan.py, assembly/plan_commands.py) | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
 | constructs/ | facts/, config/, the plan's types |
 | charts/ | facts/, config/, the plan's types, nvme_agent/ |
-| ops/ (init.py, doctor.py, doctor_alarms.py, doctor_rbac.py, policy_eval.py, aws.py, kube.py, cli.py, text.py) | facts/, config/, the plan; never aws_cdk, jsii, constructs or cdk8s |
+| ops/ (init.py, doctor/ (base, runner and one module per check family), policy_eval.py, aws.py, kube.py, cli.py,
+  text.py) | facts/, config/, the plan; never aws_cdk, jsii, constructs or cdk8s |
 | composition (the rest of assembly/, inference.py, stack.py, app.py, __init__.py, __main__.py: each named in
   ``MODULES``) | all |
 | nvme_agent/, lambda/ | nothing of the package |
@@ -55,8 +56,10 @@ _JSII = {"aws_cdk", "jsii", "constructs", "cdk8s", "cdk8s_plus_28", "cdk_nag"}
 NEVER_IMPORTS: dict[str, set[str]] = {"ops": _JSII, PLAN: _JSII}
 #: The modules of the parts that name them (a new module must be added here): every composition module by name.
 MODULES: dict[str, set[str]] = {
-    "ops": {"ops/__init__.py", "ops/aws.py", "ops/cli.py", "ops/doctor.py", "ops/doctor_alarms.py", "ops/doctor_rbac.py",
-            "ops/init.py", "ops/kube.py", "ops/policy_eval.py", "ops/text.py"},
+    "ops": {"ops/__init__.py", "ops/aws.py", "ops/cli.py", "ops/init.py", "ops/kube.py", "ops/policy_eval.py",
+            "ops/text.py", "ops/doctor/__init__.py", "ops/doctor/base.py", "ops/doctor/runner.py",
+            "ops/doctor/account.py", "ops/doctor/cluster.py", "ops/doctor/kubernetes.py", "ops/doctor/operator.py",
+            "ops/doctor/capture.py", "ops/doctor/domain.py", "ops/doctor/model.py"},
     PLAN: PLAN_FILES,
     COMPOSITION: {"__init__.py", "__main__.py", "app.py", "inference.py", "stack.py", "assembly/__init__.py",
                   "assembly/aws_side.py", "assembly/delivery.py", "assembly/homes.py", "assembly/kubernetes_side.py",
@@ -230,7 +233,8 @@ def _jsii_loaded_after(code: str) -> tuple[str, list[str]]:
 def test_ops_never_loads_aws_cdk_or_jsii():
     # GIVEN a fresh interpreter / WHEN every ops module is imported and the CLI parser is built
     _, loaded = _jsii_loaded_after("import argparse\n"
-                                   "from hyperpod_inference.ops import aws, cli, doctor, init, kube\n"
+                                   "from hyperpod_inference.ops import aws, cli, init, kube\n"
+                                   "from hyperpod_inference.ops.doctor import runner\n"
                                    "p = argparse.ArgumentParser(); cli.add_parsers(p.add_subparsers())")
     # THEN none of aws_cdk, jsii, constructs or cdk8s was loaded
     assert loaded == []

@@ -136,6 +136,10 @@ def image_region_problem(region: str, version: str) -> str | None:
 
 # --- names the operator fixes (FACTS.md sections 6 and 7) -----------------------------------------------------------
 
+#: The API group of the operator's custom resources, and the version of it the library writes.
+API_GROUP = "inference.sagemaker.aws.amazon.com"
+API_VERSION = f"{API_GROUP}/v1"
+
 #: The Helm chart's ``namePrefix`` and ``shortPrefix``.
 CHART_NAME_PREFIX = "hyperpod-inference-operator"
 CHART_SHORT_PREFIX = "hyperpod-inference"

@@ -42,7 +42,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                             epilog=DOCTOR_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
     doctor.add_argument("-c", "--config", default="hyperpod.yaml", help="the config file (default hyperpod.yaml)")
     doctor.add_argument("--json", action="store_true", help="one JSON object per check result, one a line")
-    doctor.add_argument("--only", help="comma-separated check IDs or prefixes (e.g. cluster,operator.addon)")
+    doctor.add_argument("--only", help="comma-separated check IDs, prefixes or families (e.g. "
+                        "cluster,operator.addon,kubernetes)")
     doctor.add_argument("--kubeconfig", help="the kubeconfig (default $KUBECONFIG or ~/.kube/config)")
     doctor.add_argument("--stack-name", help="the stack's name (default the config's stackName, else "
                         "HyperPodInference)")
@@ -72,37 +73,38 @@ def run_init(args: argparse.Namespace, session: boto3.Session | None = None) -> 
 
 def run_doctor(args: argparse.Namespace, session: boto3.Session | None = None) -> int:
     from ..config import ConfigError, load_config
-    from . import doctor
     from .aws import Aws, AwsUnusable
+    from .doctor import runner
+    from .doctor.base import Context
 
     try:
         config = load_config(args.config)
     except ConfigError as err:
         print(err, file=sys.stderr)
-        return doctor.EXIT_USAGE
+        return runner.EXIT_USAGE
     if config.env is None:
         print(f"{args.config}: env: required by doctor (the account and Region to check)", file=sys.stderr)
-        return doctor.EXIT_USAGE
+        return runner.EXIT_USAGE
     only = args.only.split(",") if args.only else None
     try:
-        doctor.selected(only)
+        runner.selected(only)
     except ValueError as err:
         print(f"doctor: {err}", file=sys.stderr)
-        return doctor.EXIT_USAGE
+        return runner.EXIT_USAGE
     try:
-        ctx = doctor.Context(config, Aws(config.env.region, session=session), kubeconfig=args.kubeconfig,
-                             stack_name=args.stack_name)
-        results = doctor.run(ctx, only)
+        ctx = Context(config, Aws(config.env.region, session=session), kubeconfig=args.kubeconfig,
+                      stack_name=args.stack_name)
+        results = runner.run(ctx, only)
     except AwsUnusable as err:
         print(f"doctor: nothing was checked: {err}", file=sys.stderr)
-        return doctor.EXIT_INCOMPLETE
+        return runner.EXIT_INCOMPLETE
     if args.json:
         sys.stdout.write("".join(json.dumps(r.as_json()) + "\n" for r in results))
     else:
-        sys.stdout.write(doctor.render(results))
-    status = doctor.exit_status(results)
-    if status == doctor.EXIT_INCOMPLETE:
-        missing = doctor.incomplete(results)
+        sys.stdout.write(runner.render(results))
+    status = runner.exit_status(results)
+    if status == runner.EXIT_INCOMPLETE:
+        missing = runner.incomplete(results)
         print(f"doctor: incomplete, nothing above is a pass: {', '.join(dict.fromkeys(r.check for r in missing))} "
               f"could not run: {missing[0].detail}", file=sys.stderr)
     return status

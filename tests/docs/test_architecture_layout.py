@@ -53,3 +53,29 @@ def test_the_layout_check_sees_a_missing_folder_and_module():
     assert "ops" not in folders and "config" in folders
     _, _, assembly = listed(block.replace("limits.py", "limits"))
     assert "limits.py" not in assembly and "plan.py" in assembly
+
+
+def described(block: str, folder: str) -> str:
+    """The text describing ``folder`` (``ops/``) under ``hyperpod_inference/``: its line and the ones continuing it."""
+    lines = block.splitlines()
+    out: list[str] = []
+    for line in lines[lines.index("hyperpod_inference/") + 1:]:
+        if not line.startswith("  "):
+            break
+        if not line.startswith("   "):  # the next entry
+            if out:
+                break
+            if line[2:].split("  ")[0] == folder:
+                out.append(line)
+        elif out:
+            out.append(line)
+    return " ".join(out)
+
+
+def test_the_layout_names_every_module_of_doctor():
+    # GIVEN the ops/ text of the layout / THEN it names each module of the doctor package (its families included)
+    named = set(re.findall(r"[a-z_]+\.py", described(layout_block(PAGE.read_text()), "ops/")))
+    assert named >= {p.name for p in (PACKAGE / "ops" / "doctor").glob("*.py") if p.name != "__init__.py"}
+    # AND the check sees a module the text does not name
+    assert "model.py" not in set(re.findall(r"[a-z_]+\.py", described(layout_block(PAGE.read_text()).replace(
+        "model.py", "model"), "ops/")))

@@ -13,7 +13,9 @@ import subprocess
 
 import pytest
 
-from hyperpod_inference.ops import cli, doctor
+from hyperpod_inference.ops import cli
+from hyperpod_inference.ops.doctor import runner
+from hyperpod_inference.ops.doctor.cluster import trusted_principals
 from tests.docs import commands as c
 from tests.docs.helpers import PAGES, REPO, fenced
 
@@ -113,7 +115,7 @@ def test_the_steps_come_in_order():
 def test_the_trust_policy_the_quickstart_shows_is_one_doctor_accepts():
     # GIVEN the quickstart's kubectl-role trust policy / THEN it admits the account of hyperpod.yaml's env
     [policy] = [json.loads(block) for block in fenced(QUICKSTART, "json")]
-    assert "arn:aws:iam::111122223333:root" in doctor.trusted_principals(policy)
+    assert "arn:aws:iam::111122223333:root" in trusted_principals(policy)
     assert "--policy-document file://kubectl-trust.json" in QUICKSTART.read_text()
 
 
@@ -123,11 +125,11 @@ def test_troubleshooting_names_every_doctor_check():
     text = TROUBLESHOOTING.read_text()
     table = re.search(r"^## Doctor checks\n(.*?)^## ", text, flags=re.S | re.M).group(1)
     named = set(re.findall(r"^\| `([a-z0-9.-]+(?:\.<add-on>)?)` \|", table, flags=re.M))
-    expected = {i for i in doctor.CHECK_IDS if not i.startswith("operator.dependency.")} | {
+    expected = {i for i in runner.CHECK_IDS if not i.startswith("operator.dependency.")} | {
         "operator.dependency.<add-on>"}
     assert named == expected
     mentioned = set(re.findall(r"doctor: `([a-z0-9.-]+)`", text))
-    assert mentioned and mentioned <= set(doctor.CHECK_IDS)
+    assert mentioned and mentioned <= set(runner.CHECK_IDS)
 
 
 def test_troubleshooting_documents_the_exit_statuses_the_code_returns():
@@ -138,9 +140,9 @@ def test_troubleshooting_documents_the_exit_statuses_the_code_returns():
     table = re.search(r"^\| exit status \| `doctor` \| `init` \|\n\|[-|]+\|\n((?:\|.*\n)+)", TROUBLESHOOTING.read_text(),
                       flags=re.M).group(1)
     documented = [int(row.split("|")[1]) for row in table.splitlines()]
-    codes = sorted({doctor.EXIT_OK, doctor.EXIT_FAILED, doctor.EXIT_USAGE, doctor.EXIT_INCOMPLETE,
+    codes = sorted({runner.EXIT_OK, runner.EXIT_FAILED, runner.EXIT_USAGE, runner.EXIT_INCOMPLETE,
                     init.EXIT_WRITTEN, init.EXIT_NOT_WRITTEN, init.EXIT_USAGE, init.EXIT_UNREADABLE})
     assert documented == codes
     for help_text in (cli.DOCTOR_EXIT_STATUSES, cli.INIT_EXIT_STATUSES):
         assert re.findall(r"^  (\d)  ", help_text, flags=re.M) == [str(c) for c in codes]
-    assert ", ".join(doctor.REQUIRED_CHECKS) in cli.DOCTOR_EXIT_STATUSES
+    assert ", ".join(runner.REQUIRED_CHECKS) in cli.DOCTOR_EXIT_STATUSES

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from hyperpod_inference.config import load_config
-from hyperpod_inference.ops import doctor
+from hyperpod_inference.ops.doctor.account import MIN_BOOTSTRAP_VERSION
 from tests.ops.conftest import ACCOUNT, EKS, HYPERPOD_ARN, REGION, run_init
 
 
@@ -107,7 +107,7 @@ def test_the_config_init_writes_synthesizes(account, tmp_path):  # the one synth
     assert [o["metadata"]["name"] for o in result.custom_resources()] == ["model-1"]
     rule = result.template["Rules"]["CheckBootstrapVersion"]["Assertions"][0]["Assert"]
     refused = rule["Fn::Not"][0]["Fn::Contains"][0]
-    assert refused == [str(v) for v in range(1, doctor.MIN_BOOTSTRAP_VERSION)]
+    assert refused == [str(v) for v in range(1, MIN_BOOTSTRAP_VERSION)]
 
 
 def test_add_ons_that_cannot_be_listed_leave_a_note_not_an_error(account):

@@ -13,8 +13,9 @@ import pytest
 from botocore.stub import Stubber
 
 from hyperpod_inference.config import load_config, parse_config
-from hyperpod_inference.ops import doctor
 from hyperpod_inference.ops.aws import Aws
+from hyperpod_inference.ops.doctor import runner
+from hyperpod_inference.ops.doctor.base import Context
 from hyperpod_inference.ops.init import discover, render, write
 
 ACCOUNT = "111122223333"
@@ -94,9 +95,9 @@ def test_doctor_compares_with_the_partitions_cluster_admin_policy(account):
     # GIVEN an access entry holding the partition's AmazonEKSClusterAdminPolicy
     account.eks_cluster()
     account.admin_access()
-    ctx = doctor.Context(parse_config(account.config()), account.aws, kubeconfig="/nonexistent")
+    ctx = Context(parse_config(account.config()), account.aws, kubeconfig="/nonexistent")
     # WHEN the access check runs / THEN it passes (the aws partition's ARN would never match)
-    assert [(r.status, r.detail) for r in doctor.run(ctx, ["cluster.access-entry"])] == [
+    assert [(r.status, r.detail) for r in runner.run(ctx, ["cluster.access-entry"])] == [
         ("pass", "AmazonEKSClusterAdminPolicy, cluster scope")]
 
 
@@ -114,9 +115,9 @@ def test_doctor_names_the_partitions_root_principal_and_policy_in_its_fixes(acco
     account.stubs["eks"].add_response("list_associated_access_policies", {
         "clusterName": "hp-eks", "principalArn": account.role, "associatedAccessPolicies": []},
         {"clusterName": "hp-eks", "principalArn": account.role})
-    ctx = doctor.Context(parse_config(account.config()), account.aws, kubeconfig="/nonexistent")
+    ctx = Context(parse_config(account.config()), account.aws, kubeconfig="/nonexistent")
     # WHEN the kubectl-role and access checks run
-    role, entry = doctor.run(ctx, ["cluster.kubectl-role", "cluster.access-entry"])
+    role, entry = runner.run(ctx, ["cluster.kubectl-role", "cluster.access-entry"])
     # THEN each fails, its fix naming the partition's ARNs
     assert role.status == "fail" and f"add arn:{account.partition}:iam::{ACCOUNT}:root to its trust" in role.fix
     assert entry.status == "fail" and f"--policy-arn {account.admin_policy} " in entry.fix

@@ -11,8 +11,9 @@ from botocore.stub import Stubber
 
 from hyperpod_inference.config import parse_config
 from hyperpod_inference.facts import operator as operator_facts
-from hyperpod_inference.ops import doctor
 from hyperpod_inference.ops.aws import Aws, Skip
+from hyperpod_inference.ops.doctor import runner
+from hyperpod_inference.ops.doctor.base import STACK_TAG, Context
 
 ACCOUNT = "111122223333"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/hp-eks-admin"
@@ -42,7 +43,7 @@ def stubbed(tmp_path):
         stub.activate()
 
     def make(config=None):
-        return doctor.Context(config or _config(), aws, kubeconfig=str(tmp_path / "none"))
+        return Context(config or _config(), aws, kubeconfig=str(tmp_path / "none"))
     yield make, stubs
     for stub in stubs.values():
         stub.deactivate()
@@ -60,7 +61,7 @@ def _policies(*arns, scope="cluster"):
 
 
 def _run(ctx, check_id):
-    return doctor.run(ctx, [check_id])
+    return runner.run(ctx, [check_id])
 
 
 def test_access_entry_with_cluster_admin_passes(stubbed):
@@ -112,7 +113,7 @@ OPERATOR = operator_facts.OPERATOR_ADDON_NAME
 
 @pytest.mark.parametrize(("operator", "addon", "status"), [
     ({}, ("v1.3.0-eksbuild.1", "ACTIVE", {}), "fail"),  # installed by someone else: never twice
-    ({}, ("v1.4.0-eksbuild.1", "ACTIVE", {doctor.STACK_TAG: "HyperPodInference"}), "pass"),  # this stack's
+    ({}, ("v1.4.0-eksbuild.1", "ACTIVE", {STACK_TAG: "HyperPodInference"}), "pass"),  # this stack's
     ({"install": "existing", "dependencies": "existing",
       "executionRoleArn": f"arn:aws:iam::{ACCOUNT}:role/SageMakerHyperPodInference-x"},
      ("v1.3.0-eksbuild.1", "ACTIVE", {}), "fail"),  # older than operator.version v3.3 needs

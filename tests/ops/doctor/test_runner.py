@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from hyperpod_inference.facts import operator as operator_facts
-from hyperpod_inference.ops import doctor
 from hyperpod_inference.ops.aws import is_read_operation
+from hyperpod_inference.ops.doctor import kubernetes, model, runner
+from hyperpod_inference.ops.doctor.base import MAX_FIELD_CHARS, STACK_TAG, Result
 from tests.ops.conftest import (
     ACCOUNT,
     EKS,
@@ -64,7 +65,7 @@ def test_doctor_passes_on_a_full_config_and_runs_every_check(account, init_confi
     # THEN every check ran and passed
     assert status == 0, _failed(results)
     assert {r["status"] for r in results} == {"pass"}
-    assert {r["check"] for r in results} == set(doctor.CHECK_IDS) - {"endpoint.weight-cache", "cluster.agent-role"}
+    assert {r["check"] for r in results} == set(runner.CHECK_IDS) - {"endpoint.weight-cache", "cluster.agent-role"}
 
 
 def test_doctor_makes_only_read_calls_and_changes_nothing(account, init_config):
@@ -201,7 +202,6 @@ def _disabled_key(a: Account, _: dict) -> None:
     a.client("kms").disable_key(KeyId=a.ids["kms_key"].rsplit("/", 1)[-1])
 
 
-STACK_TAG = doctor.STACK_TAG
 FAULTS = {
     # fault: (inject, the check that must fail, what its resource names)
     "no CDK bootstrap stack": (_no_bootstrap, "bootstrap.cdk-toolkit", "CDKToolkit"),
@@ -306,6 +306,23 @@ def test_only_runs_the_named_checks_and_prefixes(account, init_config):
                                                                     operator_facts.DEPENDENCY_ADDON_VERSIONS)}
 
 
+def test_only_runs_a_family_by_its_name(account, init_config):
+    # GIVEN --only naming the kubernetes family (whose checks' IDs start with cluster.) / WHEN doctor runs
+    status, results = run_doctor(account, init_config, "--only", "kubernetes")
+    # THEN only that family's checks ran, the kubeconfig first
+    assert status == 0
+    assert results[0]["check"] == "cluster.kubeconfig"
+    assert {r["check"] for r in results} <= {c.id for c in kubernetes.FAMILY.checks}
+    assert {"cluster.kubeconfig", "cluster.namespaces"} <= {r["check"] for r in results}
+
+
+def test_an_empty_family_names_no_check(account, init_config, capsys):
+    # GIVEN the model family, which has no check yet / WHEN --only names it / THEN exit 2: nothing would be checked
+    assert model.FAMILY.checks == []
+    assert run_doctor(account, init_config, "--only", "model")[0] == 2
+    assert "no check model" in capsys.readouterr().err
+
+
 def test_an_unknown_check_or_a_bad_config_exits_2(account, init_config, capsys):
     # GIVEN an --only naming no check / a config with an error / THEN exit status 2, nothing checked
     assert run_doctor(account, init_config, "--only", "no.such")[0] == 2
@@ -356,8 +373,8 @@ def test_a_required_check_that_cannot_run_exits_3_and_says_what_to_fix(account, 
     # WHEN doctor runs
     status, results = run_doctor(account, init_config)
     # THEN exit 3 (never 0), a required check skipped with the reason, and stderr's last line names it
-    assert status == doctor.EXIT_INCOMPLETE
-    required = [r for r in results if r["check"] in doctor.REQUIRED_CHECKS and r["status"] == "skip"]
+    assert status == runner.EXIT_INCOMPLETE
+    required = [r for r in results if r["check"] in runner.REQUIRED_CHECKS and r["status"] == "skip"]
     assert required and says in required[0]["detail"]
     err = capsys.readouterr().err
     assert err.startswith("doctor: incomplete, nothing above is a pass: ") and says in err
@@ -402,7 +419,7 @@ def test_only_checks_that_all_skip_exit_3(account, init_config):
     # WHEN doctor runs / THEN every result skipped: nothing was checked, exit 3
     status, results = run_doctor(account, init_config, "--only", "operator.dependency")
     assert results and {r["status"] for r in results} == {"skip"}
-    assert status == doctor.EXIT_INCOMPLETE
+    assert status == runner.EXIT_INCOMPLETE
 
 
 def test_the_exit_statuses_are_in_doctor_s_help(capsys):
@@ -431,9 +448,9 @@ def test_an_html_error_page_is_one_bounded_line_in_the_table_and_the_json(accoun
     assert addon["status"] == "skip" and "eks DescribeAddon answered HTTP 404: 404 Not Found" in addon["detail"]
     kms = [r for r in results if r["check"] == "kms.key"][0]
     assert "answered HTTP 502: 502 Bad Gateway upstream failed" in kms["detail"]
-    assert all("\n" not in v and len(v) <= doctor.MAX_FIELD_CHARS for r in results for v in r.values())
+    assert all("\n" not in v and len(v) <= MAX_FIELD_CHARS for r in results for v in r.values())
     assert all(len(r["detail"]) < 400 for r in results)
-    table = doctor.render([doctor.Result(**r) for r in results])
+    table = runner.render([Result(**r) for r in results])
     assert len(table.splitlines()) == len(results) + sum(bool(r["fix"]) and r["status"] != "pass" for r in results) + 1
     assert cli  # the module run_doctor drives
 

@@ -14,8 +14,9 @@ import yaml
 
 from hyperpod_inference.config import parse_config
 from hyperpod_inference.facts import naming
-from hyperpod_inference.ops import doctor
 from hyperpod_inference.ops.aws import Aws
+from hyperpod_inference.ops.doctor.base import Context
+from hyperpod_inference.ops.doctor.kubernetes import PlannedObject, planned_objects
 from tests.ops.conftest import Account, full_config, run_doctor, run_init
 
 CHECK = "cluster.object-owners"
@@ -35,12 +36,12 @@ def data(account: Account) -> dict:
     return out
 
 
-def _objects(data: dict) -> list[doctor.PlannedObject]:
-    ctx = doctor.Context(parse_config(data), Aws("us-west-2"), stack_name="HyperPodInference")
-    return doctor.planned_objects(ctx.plan())
+def _objects(data: dict) -> list[PlannedObject]:
+    ctx = Context(parse_config(data), Aws("us-west-2"), stack_name="HyperPodInference")
+    return planned_objects(ctx.plan())
 
 
-def _put(account: Account, obj: doctor.PlannedObject | str, labels: dict[str, str] | None) -> str:
+def _put(account: Account, obj: PlannedObject | str, labels: dict[str, str] | None) -> str:
     path = obj if isinstance(obj, str) else obj.path
     name = path.rsplit("/", 1)[-1]
     meta: dict[str, Any] = {"name": name, "namespace": "inference"}
@@ -128,12 +129,12 @@ def test_an_endpoint_of_a_release_before_per_stack_labels_warns(account, data):
 def test_an_answer_other_than_found_or_absent_skips_that_object(account, data, monkeypatch):
     # GIVEN the API answers 500 for one object (the fake answers 200 or 404 only)
     target = _objects(data)[0]
-    read = doctor.Context.kube_get
+    read = Context.kube_get
 
     def kube_get(self, path, *, metadata_only=False):
         return (500, {}) if path == target.path else read(self, path, metadata_only=metadata_only)
 
-    monkeypatch.setattr(doctor.Context, "kube_get", kube_get)
+    monkeypatch.setattr(Context, "kube_get", kube_get)
     # WHEN doctor runs / THEN that object skips with the answer, the others pass, and the run passes
     status, results = run_doctor(account, data, "--only", CHECK)
     owners = {r["resource"]: r for r in _owners(results)}
@@ -170,8 +171,8 @@ def test_the_objects_and_the_scope_are_those_a_synth_of_the_config_delivers(acco
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     # WHEN the app synthesizes it and doctor plans it (as the CLI does: no --stack-name)
     scope, delivered = _delivered(path)
-    ctx = doctor.Context(parse_config(data), Aws("us-west-2"))
-    planned = doctor.planned_objects(ctx.plan())
+    ctx = Context(parse_config(data), Aws("us-west-2"))
+    planned = planned_objects(ctx.plan())
     # THEN doctor's scope is the stack's, and the stack labels its objects with it
     assert ctx.kubernetes_scope == scope
     assert (scope == SCOPE) == (stack_name is None)
