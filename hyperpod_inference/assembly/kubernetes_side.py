@@ -26,7 +26,7 @@ LEGACY_NAMESPACES_CONTEXT = "hyperpod-inference:legacyNamespaces"
 
 def _namespace(chart: cdk8s.Chart, name: str) -> kplus.Namespace:
     return kplus.Namespace(chart, f"Namespace-{name}", metadata=cdk8s.ApiObjectMetadata(
-        name=name, labels={"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}))
+        name=name, labels=dict(naming.MANAGED_BY)))
 
 
 def namespace_units(owner: Construct, delivery: ManifestDelivery, namespaces: list[str]) -> dict[str, str]:

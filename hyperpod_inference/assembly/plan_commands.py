@@ -11,7 +11,6 @@ import shlex
 from collections.abc import Sequence
 
 from ..config.models import Endpoint
-from ..facts.runtimes import FALLBACK_PAYLOAD as FALLBACK_PAYLOAD  # re-exported: sent without a payload or preset
 from ..facts.runtimes import default_payload as default_runtime_payload
 from ..facts.safety import verify_body
 
@@ -28,7 +27,7 @@ def join_commands(argvs: Sequence[Sequence[str]]) -> str:
 
 def default_payload(endpoint: Endpoint) -> str:
     """The request body the check and the invoke command send: ``verify.payload`` (a mapping or list as JSON), else
-    the runtime preset's payload, else :data:`FALLBACK_PAYLOAD` (:func:`facts.safety.verify_body`)."""
+    the runtime preset's payload, else ``facts.runtimes.FALLBACK_PAYLOAD`` (:func:`facts.safety.verify_body`)."""
     verify = endpoint.verify
     return verify_body(verify.payload if verify else None, verify.content_type if verify else None,
                        default_runtime_payload(endpoint.effective_runtime))

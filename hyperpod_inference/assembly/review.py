@@ -7,17 +7,15 @@ never as ``${Token[...]}``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
-from aws_cdk import Stack, Token
+from aws_cdk import Stack
 
+from ..constructs.lazy import is_unresolved
 from ..constructs.nag import render_resolved
 from ..facts import gitops
-
-TOKEN_MARK = "${Token["
 
 
 def with_placeholders(stack: Stack, obj: Any) -> Any:
@@ -26,13 +24,9 @@ def with_placeholders(stack: Stack, obj: Any) -> Any:
         return {k: with_placeholders(stack, v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [with_placeholders(stack, v) for v in obj]
-    if isinstance(obj, str) and TOKEN_MARK in obj and Token.is_unresolved(obj):  # a token string has the mark
+    if isinstance(obj, str) and is_unresolved(obj):
         return render_resolved(stack.resolve(obj))
     return obj
-
-
-def has_tokens(obj: Any) -> bool:
-    return TOKEN_MARK in json.dumps(obj, default=str)
 
 
 #: libyaml's emitter when PyYAML has it (several times faster on a fleet's hundreds of files), else PyYAML's own.

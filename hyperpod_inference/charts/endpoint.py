@@ -17,12 +17,12 @@ from constructs import Construct
 from ..assembly.plan import SecretRef, token_secret_ref
 from ..config.models import DataCapture, Endpoint, ModelPodCapture, SagemakerEndpointCapture
 from ..config.production import EnvFrom, dump
+from ..facts.naming import MANAGED_BY
+from ..facts.operator import API_VERSION
 from ..facts.production import NVIDIA_GPU
 from .overrides import apply_spec_overrides
 from .runtimes import MODEL_MOUNT, PRESETS, runtime_args, runtime_env
 
-API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"}
 DEFAULT_MODEL_VOLUME = "model-weights"
 
 

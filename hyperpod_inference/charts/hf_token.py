@@ -14,7 +14,7 @@ from typing import Any
 
 from ..assembly.plan import TOKEN_KEY, token_names
 from ..config.models import Endpoint
-from .endpoint import MANAGED_BY
+from ..facts.naming import MANAGED_BY
 
 ESO_API = "external-secrets.io/v1"
 

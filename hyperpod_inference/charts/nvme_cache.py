@@ -36,7 +36,6 @@ from ..facts.rbac import AGENT_GC_ROLE_RULES
 from ..nvme_agent import model_relative_dir
 from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, GC_TIMEOUT_SECONDS, TOKEN_DIR
 from .agent_bundle import AGENT_BUNDLE, AGENT_MOUNT, PYTHON, agent_bundle, agent_code_hash, agent_command
-from .endpoint import MANAGED_BY
 
 USAGE_MOUNT = "/usage"  # <hostPath>/.usage: every root's usage record, read when the free-space goal fails
 USAGE_DIR = ".usage"
@@ -213,7 +212,7 @@ class NvmeCache(Construct):
         self.plans = tuple(group)
         self.name = first.warm_name
         models = _models(group)
-        labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": self.name}
+        labels = {**naming.MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/instance": self.name}
         # Immutable and named by its content, like the code: nobody can edit what the root agent copies; new models
         # are a new ConfigMap (the DaemonSet rolls onto it), and the update that brings it prunes the previous one
         # (the pods of the previous spec keep the copy they mounted until the rollout replaces them).
@@ -335,7 +334,7 @@ class NvmeAgentCode(Construct):
         super().__init__(scope, construct_id)
         self.config_map = kplus.ConfigMap(self, "Code", metadata=cdk8s.ApiObjectMetadata(
             name=agent_code_configmap_name(name_prefix), namespace=namespace,
-            labels={**MANAGED_BY, **agent_code_labels(name_prefix)},
+            labels={**naming.MANAGED_BY, **agent_code_labels(name_prefix)},
             annotations={"hyperpod-inference/agent-code-sha256": agent_code_hash()}),
             binary_data={AGENT_BUNDLE: base64.b64encode(agent_bundle()).decode()}, immutable=True)
 
@@ -354,7 +353,7 @@ class NvmeAgentGc(Construct):
         super().__init__(scope, construct_id)
         ep, prefix = plan.endpoint, plan.code_configmap_prefix
         ns, name = ep.namespace, naming.agent_gc_name(prefix)
-        labels = {**MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/component": "agent-gc"}
+        labels = {**naming.MANAGED_BY, "app.kubernetes.io/name": "nvme-agent", "app.kubernetes.io/component": "agent-gc"}
         meta = functools.partial(cdk8s.ApiObjectMetadata, namespace=ns, labels=labels)
         self.service_account = kplus.ServiceAccount(self, "ServiceAccount", metadata=meta(name=name),
                                                     automount_token=True)
@@ -415,7 +414,7 @@ def model_reader_service_account(endpoint: Endpoint, role_arn: str | None, name_
     which would change what the operator's model pods get; this one leaves it to the pod spec."""
     meta: dict[str, Any] = {"name": naming.model_reader_service_account_name(name_scope, endpoint.name),
                             "namespace": endpoint.namespace,
-                            "labels": {**MANAGED_BY, USER_ASSIGNABLE_LABEL: "true"}}
+                            "labels": {**naming.MANAGED_BY, USER_ASSIGNABLE_LABEL: "true"}}
     if role_arn:
         meta["annotations"] = {"eks.amazonaws.com/role-arn": role_arn}
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}

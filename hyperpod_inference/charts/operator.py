@@ -30,14 +30,15 @@ from cdk8s import ApiObject, ApiObjectMetadata, Duration, JsonPatch, Size
 from constructs import Construct
 
 from ..facts.operator import ADDON_SERVICE_ACCOUNT as ADDON_SERVICE_ACCOUNT  # re-exported: the chart's name table
-from ..facts.operator import CHART_NAME_PREFIX as NAME_PREFIX
 from ..facts.operator import (
+    API_GROUP,
     CHART_SERVICE_ACCOUNT,
     CHART_VERSIONS,
     OPERATOR_NAMESPACE,
     OPERATOR_VERSIONS,
     field_since,
 )
+from ..facts.operator import CHART_NAME_PREFIX as NAME_PREFIX
 from ..facts.operator import CHART_SHORT_PREFIX as SHORT_PREFIX
 from ..facts.versions import Version
 from .operator_images import init_container_image, operator_image
@@ -62,7 +63,6 @@ POD_READER = "pod-reader"
 CONTROL_PLANE_LABEL = {"control-plane": DEPLOYMENT_NAME}
 APP_LABEL = {"app.kubernetes.io/name": NAME_PREFIX}
 
-OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
 _CRUD = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
 
@@ -76,9 +76,9 @@ def manager_role_rules(version: str) -> list[dict[str, Any]]:
     if caches:
         kinds += ["modelweightscacheconfigs", "modelimagecaches"]
     rules: list[dict[str, Any]] = [
-        {"apiGroups": [OPERATOR_GROUP], "resources": list(kinds), "verbs": list(_CRUD)},
-        {"apiGroups": [OPERATOR_GROUP], "resources": [f"{k}/finalizers" for k in kinds], "verbs": ["update"]},
-        {"apiGroups": [OPERATOR_GROUP], "resources": [f"{k}/status" for k in kinds], "verbs": ["get", "patch", "update"]},
+        {"apiGroups": [API_GROUP], "resources": list(kinds), "verbs": list(_CRUD)},
+        {"apiGroups": [API_GROUP], "resources": [f"{k}/finalizers" for k in kinds], "verbs": ["update"]},
+        {"apiGroups": [API_GROUP], "resources": [f"{k}/status" for k in kinds], "verbs": ["get", "patch", "update"]},
         {"apiGroups": ["", "apps", "batch", "networking.k8s.io"], "resources": ["*"], "verbs": ["*"]},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": list(_CRUD)},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/finalizers"], "verbs": ["update"]},
@@ -118,8 +118,8 @@ POD_READER_RULES: list[dict[str, Any]] = [
 def _crd_user_roles() -> list[tuple[str, list[dict[str, Any]]]]:
     """The chart's editor/viewer ClusterRoles for the end users of the IEC, JSM and SER CRDs (names as in the chart)."""
     def rules(plural: str, verbs: list[str], status_verbs: list[str]) -> list[dict[str, Any]]:
-        return [{"apiGroups": [OPERATOR_GROUP], "resources": [plural], "verbs": verbs},
-                {"apiGroups": [OPERATOR_GROUP], "resources": [f"{plural}/status"], "verbs": status_verbs}]
+        return [{"apiGroups": [API_GROUP], "resources": [plural], "verbs": verbs},
+                {"apiGroups": [API_GROUP], "resources": [f"{plural}/status"], "verbs": status_verbs}]
 
     view = ["get", "list", "watch"]
     return [

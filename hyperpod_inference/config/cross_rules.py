@@ -234,8 +234,8 @@ def fields_in_operator_version(v: ConfigView) -> Problems:
                 ("spec.loadBalancer.idleTimeoutSeconds", ("loadBalancer", "idleTimeoutSeconds"),
                  ep.load_balancer.idle_timeout_seconds if ep.load_balancer else None),
                 ("spec.modelCacheConfig.imageCache", ("imageCache",), ep.image_cache)):
-            if value is not None and not prod_facts.version_has(version, crd_path):
-                yield _err(("endpoints", i, *loc), f"needs operator.version {prod_facts.FIELD_SINCE[crd_path]} or "
+            if value is not None and not operator_facts.has_field(version, crd_path):
+                yield _err(("endpoints", i, *loc), f"needs operator.version {operator_facts.field_since(crd_path)} or "
                            f"later (have {version}; {crd_path} is not in its CRD)")
         if ep.weight_cache.mode == "operator" and not operator_facts.has_field(version, "spec.modelCacheConfig"):
             since = operator_facts.field_since("spec.modelCacheConfig")

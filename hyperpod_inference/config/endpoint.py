@@ -17,6 +17,7 @@ from ..facts import metrics as metric_facts
 from ..facts import production as prod_facts
 from ..facts import rules
 from ..facts.runtimes import PRESETS
+from ..facts.safety import payload_problem
 from . import safety
 from .base import (
     AbsolutePath,
@@ -138,15 +139,10 @@ class Verify(Strict):
 
     @model_validator(mode="after")
     def _json_payload(self) -> Verify:
-        if self.payload is not None and not isinstance(self.payload, str) and not safety.is_json_content_type(
-                self.content_type):
-            _raise_all(type(self), [_err(("payload",), f"a mapping or list is sent as JSON and needs a JSON content "
-                                         f"type (contentType is {self.content_type}); give a string otherwise")])
+        problem = payload_problem(self.payload, self.content_type) if self.payload is not None else None
+        if problem:
+            _raise_all(type(self), [_err(("payload",), problem)])
         return self
-
-    def body(self, default: str | None = None) -> str | None:
-        """The request body as sent: the string, the mapping or list as compact JSON, or ``default``."""
-        return safety.payload_text(self.payload) if self.payload is not None else default
 
 
 class Resources(Strict):

@@ -10,6 +10,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..facts import gitops as gitops_facts
 from ..facts import operator as operator_facts
 from ..facts import production as prod_facts
 from ..facts import rules
@@ -126,14 +127,14 @@ class Manifests(Strict):
     delivery: Literal["kubectl", "files"] = "kubectl"
     """kubectl: the stack applies the objects through the cluster's kubectl provider; files: written for GitOps only
     (every value must be known at synth)."""
-    gitops: Literal["argocd", "flux", "none"] = "none"
+    gitops: Literal[gitops_facts.TOOLS] = gitops_facts.NO_TOOL  # type: ignore[valid-type]
     """delivery: files only. The tool that applies the files: argocd adds sync waves
     (``argocd.argoproj.io/sync-wave``) in dependency order; flux and none write the folder as it is (Flux's
     kustomize-controller applies namespaces first on its own). Every folder gets a ``kustomization.yaml``."""
 
     @model_validator(mode="after")
     def _gitops_with_files(self) -> Manifests:
-        if self.gitops != "none" and self.delivery != "files":
+        if self.gitops != gitops_facts.NO_TOOL and self.delivery != "files":
             _raise_all(type(self), [_err(("gitops",), "only used with delivery: files (the stack applies the objects "
                                                       "itself with delivery: kubectl)", self.gitops)])
         return self

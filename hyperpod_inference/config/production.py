@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from ..facts import operator as operator_facts
 from ..facts import production as f
 from .suggest import with_suggestions
 from .warnings import ConfigWarning, config_rule, endpoint_rule
@@ -878,8 +879,9 @@ def _spec_overrides_unchecked(ep: Any, config: Any) -> Iterator[ConfigWarning]:
 @config_rule("addonVersionUnvalidated")
 def _addon_version_unvalidated(config: Any) -> Iterator[ConfigWarning]:
     op = config.operator
-    if op.install == "addon" and op.addon_version and op.addon_version != f.ADDON_VERSIONS.get(op.version):
-        newer = f.NEWER_ADDON_VERSIONS.get(op.addon_version)
+    validated = operator_facts.release(op.version).addon_version
+    if op.install == "addon" and op.addon_version and op.addon_version != validated:
+        newer = operator_facts.NEWER_ADDON_VERSIONS.get(op.addon_version)
         detail = (f"it installs operator {newer}, whose CRD is not available to validate against" if newer
                   else "the library has not validated it")
         if op.addon_version.startswith("v2."):
@@ -887,7 +889,7 @@ def _addon_version_unvalidated(config: Any) -> Iterator[ConfigWarning]:
                       "schema is unknown, so the configurationValues written for v1.x may not apply"
         yield ConfigWarning("addonVersionUnvalidated", "operator.addonVersion",
                             f"{op.addon_version} is not the add-on of operator.version {op.version} "
-                            f"({f.ADDON_VERSIONS.get(op.version)}): {detail}; operator.version stays the field "
+                            f"({validated}): {detail}; operator.version stays the field "
                             "set the config validates")
 
 

@@ -12,8 +12,6 @@ from .warnings import ConfigWarning, config_rule, endpoint_rule
 if TYPE_CHECKING:
     from .models import Endpoint, HyperPodConfig
 
-is_json_content_type = safety.is_json_content_type
-
 Problem = tuple[tuple[str | int, ...], str]
 
 TOKEN_FIELD = "model.huggingface.token"
@@ -73,11 +71,6 @@ def local_path_problems(endpoint: Endpoint) -> list[Problem]:
         return []
     return [(("model", "fsx", "path"), "must not contain '.' or '..' segments (a folder of the file system, "
                                        "written as an absolute path from its root)")]
-
-
-def payload_text(payload: str | dict[str, Any] | list[Any]) -> str:
-    """A verify payload as sent: a string as given, a mapping or list as compact JSON."""
-    return safety.json_body(payload)
 
 
 # --------------------------------------------------------------------------------------------------------- warnings

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import ArnFormat, Duration, Stack, Token
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_athena as athena
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
@@ -29,7 +29,7 @@ from constructs import Construct
 from ..facts import analytics as facts
 from ..facts import naming
 from .data_capture import DataCaptureStorage
-from .lazy import literal_stack_name
+from .lazy import is_unresolved, literal_stack_name
 from .nag import acknowledge_resource_wildcard
 
 ATHENA_ENGINE_VERSION = "Athena engine version 3"
@@ -269,7 +269,7 @@ class CaptureAnalytics(Construct):
             problems.append(f"results_retention_days: must be a whole number of days >= 1 "
                             f"(got {results_retention_days!r})")
         results = facts.RESULTS_PREFIX
-        if not Token.is_unresolved(prefix) and (prefix == results or prefix.startswith(f"{results}/")):
+        if not is_unresolved(prefix) and (prefix == results or prefix.startswith(f"{results}/")):
             problems.append(f"capture prefix {prefix!r}: {results}/ holds the query results; the tables would read "
                             "them as captured data")
         if problems:

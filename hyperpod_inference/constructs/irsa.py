@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Token
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ..facts import rules
+from .lazy import is_unresolved
 
 
 def oidc_issuer_from_arn(oidc_provider_arn: str) -> str:
     """``arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/X`` ->
     ``oidc.eks.us-west-2.amazonaws.com/id/X``. Raises ValueError for anything else (tokens included: the
     issuer must be literal so the trust conditions are)."""
-    if Token.is_unresolved(oidc_provider_arn):
+    if is_unresolved(oidc_provider_arn):
         raise ValueError("oidcProviderArn must be a literal ARN, not a deploy-time token")
     return rules.oidc_issuer(oidc_provider_arn)
 

@@ -10,13 +10,14 @@ import jsii
 from aws_cdk import Aws, IStableAnyProducer, IStableStringProducer, Lazy, Stack, Token, region_info
 from constructs import IConstruct
 
-#: Every string token carries one of these (a string or a list element): a string without them is literal.
-_TOKEN_MARKS = ("${Token[", "#{Token[")
+from ..facts.rules import is_deploy_time
 
 
 def is_unresolved(value: Any) -> bool:
-    """``Token.is_unresolved``, without a call into the CDK runtime for a plain string (a fleet checks thousands)."""
-    if isinstance(value, str) and not any(mark in value for mark in _TOKEN_MARKS):
+    """``Token.is_unresolved``, without a call into the CDK runtime for a plain string (a fleet checks thousands): a
+    string without a token's mark (:func:`~..facts.rules.is_deploy_time`) is literal. The one test of "is this a token"
+    for the constructs and the composition."""
+    if isinstance(value, str) and not is_deploy_time(value):
         return False
     return Token.is_unresolved(value)
 

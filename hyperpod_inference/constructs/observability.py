@@ -24,7 +24,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from aws_cdk import Aws, Duration, Stack, Token, region_info
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -41,6 +41,7 @@ from ..facts import alarms as alarm_facts
 from ..facts import metrics as m
 from . import cloudwatch_layout as layout
 from .grafana_dashboard import grafana_dashboard
+from .lazy import is_unresolved, literal_partition
 from .observed import ObservedEndpoint
 from .prometheus_rules import rule_file
 
@@ -139,9 +140,9 @@ class InferenceObservability(Construct):
         """The ARNs of the alarms that notify the topic; past :data:`~..facts.alarms.SOURCE_ARNS_MAX_CHARS` (or with
         no alarm yet) the pattern of this stack's alarm names (``<scope>-*``)."""
         stack = Stack.of(self)
-        partition = None if Token.is_unresolved(self.region) else region_info.RegionInfo.get(self.region).partition
+        partition = literal_partition(self)
         def arn(name: str) -> str:
-            return alarm_facts.alarm_arn(partition or Aws.PARTITION, self.region, stack.account, name)
+            return alarm_facts.alarm_arn(partition, self.region, stack.account, name)
         arns = [arn(name) for name in alarm_names]
         if not arns or sum(len(a) for a in arns) > alarm_facts.SOURCE_ARNS_MAX_CHARS:
             return [arn(f"{self.scope_name}-*")]
@@ -263,7 +264,7 @@ class InferenceObservability(Construct):
 def _check_regions(settings: Observability, region: str) -> None:
     """The topic the alarms notify, its queue and function subscribers, and the workspace the rules go to must be in
     the stack's region (and partition)."""
-    if Token.is_unresolved(region):
+    if is_unresolved(region):
         return
     problems = []
     for path, arn in (("observability.alarms.snsTopicArn", settings.alarms.sns_topic_arn if settings.alarms else None),

@@ -14,20 +14,12 @@ from dataclasses import dataclass
 
 from .rules import PARTITION, REGION, partition_of_region
 
-#: AWS's answer to "alarm is not authorized to perform SNS:Publish": the topic policy must allow CloudWatch's service
-#: principal, scoped with aws:SourceArn (the alarm) and aws:SourceAccount.
-ALARM_PUBLISH_DOC = "https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger"
-#: CloudWatch cannot publish to a topic under the AWS managed key alias/aws/sns; a customer managed key must let it
-#: use kms:Decrypt and kms:GenerateDataKey*.
-ALARM_ENCRYPTED_TOPIC_DOC = "https://repost.aws/knowledge-center/cloudwatch-configure-alarm-sns"
-SNS_KEY_COMPATIBILITY_DOC = ("https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html"
-                             "#compatibility-with-aws-services")
-SNS_SUBSCRIBE_DOC = "https://docs.aws.amazon.com/sns/latest/api/API_Subscribe.html"
-SNS_SQS_DOC = "https://docs.aws.amazon.com/sns/latest/dg/subscribe-sqs-queue-to-sns-topic.html"
-SNS_LAMBDA_DOC = "https://docs.aws.amazon.com/sns/latest/dg/sns-lambda-as-subscriber.html"
-SNS_FIFO_DOC = "https://docs.aws.amazon.com/sns/latest/dg/fifo-topic-subscriptions.html"
-CONSOLE_DOCS = ("https://docs.aws.amazon.com/govcloud-us/latest/UserGuide/getting-started-sign-in.html ; "
-                "https://docs.amazonaws.cn/en_us/aws/latest/userguide/endpoints-Beijing.html")
+# Sources: AWS's answer to "alarm is not authorized to perform SNS:Publish" (the topic policy must allow CloudWatch's
+# service principal, scoped with aws:SourceArn, the alarm, and aws:SourceAccount):
+# https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger . CloudWatch cannot publish to a topic
+# under the AWS managed key alias/aws/sns; a customer managed key must let it use kms:Decrypt and
+# kms:GenerateDataKey*: https://repost.aws/knowledge-center/cloudwatch-configure-alarm-sns and
+# https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services .
 
 CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
 SNS_PRINCIPAL = "sns.amazonaws.com"
@@ -36,16 +28,14 @@ PUBLISH_ACTION = "sns:Publish"
 KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
 #: The AWS managed SNS key: CloudWatch may not use it.
 AWS_MANAGED_SNS_KEY = "alias/aws/sns"
-#: ListSubscriptionsByTopic gives this instead of an ARN until the endpoint confirms.
-PENDING_CONFIRMATION = "PendingConfirmation"
 #: The global condition keys AWS sets when a service acts for a resource (the confused-deputy guards).
 SOURCE_ARN, SOURCE_ACCOUNT = "aws:SourceArn", "aws:SourceAccount"
 
 
 #: How many characters of exact alarm ARNs the topic policy and the key policy take before the stack's alarm-name
-#: pattern is used instead (an SNS topic policy may be 30 KB, a KMS key policy 32 KB; each ARN is about 100).
+#: pattern is used instead (an SNS topic policy may be 30 KB, https://docs.aws.amazon.com/general/latest/gr/sns.html;
+#: a KMS key policy 32 KB; each ARN is about 100).
 SOURCE_ARNS_MAX_CHARS = 10_000
-SNS_POLICY_LIMITS_DOC = "https://docs.aws.amazon.com/general/latest/gr/sns.html"
 
 
 def alarm_arn(partition: str, region: str, account: str, alarm_name: str) -> str:
@@ -55,7 +45,10 @@ def alarm_arn(partition: str, region: str, account: str, alarm_name: str) -> str
 
 
 # ----------------------------------------------------------------------------------------------- subscriptions
-PROTOCOLS = ("email", "https", "sqs", "lambda")
+# The protocols inferred: email, https, sqs, lambda (https://docs.aws.amazon.com/sns/latest/api/API_Subscribe.html;
+# a queue: https://docs.aws.amazon.com/sns/latest/dg/subscribe-sqs-queue-to-sns-topic.html, a FIFO one:
+# https://docs.aws.amazon.com/sns/latest/dg/fifo-topic-subscriptions.html; a function:
+# https://docs.aws.amazon.com/sns/latest/dg/sns-lambda-as-subscriber.html).
 EMAIL = r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?" \
         r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$"
 SQS_QUEUE_ARN = rf"^arn:({PARTITION}):sqs:([a-z0-9-]+):([0-9]{{12}}):([A-Za-z0-9_-]{{1,80}}|[A-Za-z0-9_-]{{1,75}}\.fifo)$"
@@ -123,7 +116,9 @@ def subscription_place_problem(sub: Subscription, *, region: str) -> str | None:
 
 # ---------------------------------------------------------------------------------------------------- console
 #: The AWS Management Console's host per partition (commercial Regions take a Region subdomain). Partitions not
-#: listed (the isolated ones) have no public console address: no link is made there.
+#: listed (the isolated ones) have no public console address: no link is made there
+#: (https://docs.aws.amazon.com/govcloud-us/latest/UserGuide/getting-started-sign-in.html,
+#: https://docs.amazonaws.cn/en_us/aws/latest/userguide/endpoints-Beijing.html).
 CONSOLE_DOMAINS = {"aws": "console.aws.amazon.com", "aws-cn": "console.amazonaws.cn",
                    "aws-us-gov": "console.amazonaws-us-gov.com"}
 

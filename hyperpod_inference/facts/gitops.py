@@ -29,6 +29,8 @@ from typing import Any
 NO_TOOL = "none"
 ARGOCD = "argocd"
 FLUX = "flux"
+#: The values ``manifests.gitops`` takes.
+TOOLS = (ARGOCD, FLUX, NO_TOOL)
 
 #: Argo CD applies a lower wave first and waits for its objects to be healthy before the next.
 ARGOCD_SYNC_WAVE = "argocd.argoproj.io/sync-wave"

@@ -25,11 +25,6 @@ NLB_METRICS_DOC = ("https://docs.aws.amazon.com/elasticloadbalancing/latest/netw
 ALB_CONTROLLER_NAMING = ("https://github.com/kubernetes-sigs/aws-load-balancer-controller/blob/main/pkg/ingress/"
                          "model_build_load_balancer.go")
 S3_METRICS_DOC = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html"
-DASHBOARD_BODY_DOC = ("https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/"
-                      "CloudWatch-Dashboard-Body-Structure.html")
-PUT_METRIC_ALARM_DOC = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html"
-PUT_COMPOSITE_ALARM_DOC = ("https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/"
-                           "API_PutCompositeAlarm.html")
 
 
 @dataclass(frozen=True)
@@ -50,13 +45,6 @@ class PromMetric:
     unit: str
     source: str
     note: str = ""
-
-
-@dataclass(frozen=True)
-class PromLabel:
-    name: str
-    meaning: str
-    source: str
 
 
 # ---------------------------------------------------------------------------------------------------- CloudWatch
@@ -164,7 +152,9 @@ def trigger_dimensions_problem(namespace: str, dimensions: list[str], *, endpoin
 
 # ---------------------------------------------------------------------------------------------------- Prometheus
 #: Served by each model pod's reverse-proxy sidecar on port 9113, path /metrics (spec.metrics.enabled, default on).
-POD_METRICS_PORT = 9113
+#: The labels the queries select on: ``namespace`` and ``resource_name`` (the custom resource's), ``resource_type``
+#: (jumpstart | inference-endpoint) and ``pod_name`` (HYPERPOD_OBSERVABILITY_DOC); ``method`` (the asset selects
+#: POST), ``status`` (the HTTP status code) and ``le`` (a histogram bucket's bound) (HYPERPOD_GRAFANA_ASSET).
 PROMETHEUS: dict[str, PromMetric] = {m.name: m for m in (
     PromMetric("model_invocations_total", "counter", "requests", HYPERPOD_OBSERVABILITY_DOC),
     PromMetric("model_errors_total", "counter", "requests", HYPERPOD_OBSERVABILITY_DOC,
@@ -182,15 +172,6 @@ PROMETHEUS: dict[str, PromMetric] = {m.name: m for m in (
     PromMetric("router_cpu_usage_percent", "gauge", "percent", HYPERPOD_GRAFANA_ASSET,
                "intelligentRoutingSpec on"),
 )}
-PROM_LABELS: dict[str, PromLabel] = {lb.name: lb for lb in (
-    PromLabel("namespace", "the custom resource's namespace", HYPERPOD_OBSERVABILITY_DOC),
-    PromLabel("resource_name", "the custom resource's name", HYPERPOD_OBSERVABILITY_DOC),
-    PromLabel("resource_type", "jumpstart | inference-endpoint", HYPERPOD_OBSERVABILITY_DOC),
-    PromLabel("pod_name", "the model pod", HYPERPOD_OBSERVABILITY_DOC),
-    PromLabel("method", "the request's HTTP method (the asset selects POST)", HYPERPOD_GRAFANA_ASSET),
-    PromLabel("status", "the response's HTTP status code", HYPERPOD_GRAFANA_ASSET),
-    PromLabel("le", "histogram bucket bound", HYPERPOD_GRAFANA_ASSET),
-)}
 
 
 def histogram_bucket(metric: str) -> str:
@@ -201,19 +182,14 @@ def histogram_bucket(metric: str) -> str:
 
 
 # -------------------------------------------------------------------------------------------------------- limits
-#: A dashboard body holds 0 to 500 widgets; the grid is 24 units wide.
+#: A dashboard body holds 0 to 500 widgets; the grid is 24 units wide
+#: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html).
 DASHBOARD_MAX_WIDGETS = 500
 DASHBOARD_GRID_WIDTH = 24
-#: PutMetricAlarm: AlarmName 1-255 characters, AlarmDescription 0-1024.
+#: PutMetricAlarm: AlarmName 1-255 characters, AlarmDescription 0-1024
+#: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
 ALARM_NAME_MAX = 255
 ALARM_DESCRIPTION_MAX = 1024
-#: PutCompositeAlarm: AlarmRule up to 10240 characters.
-COMPOSITE_RULE_MAX = 10240
-LIMIT_SOURCES = {
-    "DASHBOARD_MAX_WIDGETS": DASHBOARD_BODY_DOC, "DASHBOARD_GRID_WIDTH": DASHBOARD_BODY_DOC,
-    "ALARM_NAME_MAX": PUT_METRIC_ALARM_DOC, "ALARM_DESCRIPTION_MAX": PUT_METRIC_ALARM_DOC,
-    "COMPOSITE_RULE_MAX": PUT_COMPOSITE_ALARM_DOC,
-}
 
 
 # ---------------------------------------------------------------------------------------------- identifier shapes

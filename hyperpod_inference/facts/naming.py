@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .metrics import ALARM_NAME_MAX
 from .operator import EXECUTION_ROLE_NAME_PREFIX, TLS_BUCKET_PREFIX
@@ -277,9 +279,10 @@ def role_arn(partition: str, account: str, name: str) -> str:
 
 # --- Kubernetes names and owner labels ------------------------------------------------------------------------------
 
-#: The label every object the library creates carries, with :data:`MANAGED_BY_VALUE`.
+#: The label every object the library creates carries, with :data:`MANAGED_BY_VALUE` (:data:`MANAGED_BY`).
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "hyperpod-inference-cdk"
+MANAGED_BY: Mapping[str, str] = MappingProxyType({MANAGED_BY_LABEL: MANAGED_BY_VALUE})
 #: The label naming the stack (and construct) an object belongs to: its value is :func:`kubernetes_scope`.
 STACK_LABEL = "hyperpod-inference/stack"
 #: The longest :func:`kubernetes_scope`: every name built from it stays a DNS-1123 label (63) with its suffixes.
@@ -303,7 +306,7 @@ def kubernetes_scope(name_scope: str, stack_name: str, path_in_stack: str) -> st
 
 def owner_labels(scope: str) -> dict[str, str]:
     """The labels of every object the library creates: managed by this library, in the stack ``scope`` names."""
-    return {MANAGED_BY_LABEL: MANAGED_BY_VALUE, STACK_LABEL: scope}
+    return {**MANAGED_BY, STACK_LABEL: scope}
 
 
 def _digest(text: str, length: int = 10) -> str:

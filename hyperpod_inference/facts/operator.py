@@ -2,9 +2,9 @@
 
 The one release table (operator versions with their EKS add-on, Helm chart and image versions; the newer add-on
 versions that may be pinned unvalidated; the CRD fields each version adds): every ``Literal``, rule and chart reads
-it from here (``facts/production.py`` re-exports parts of it under older names). Also the names the operator chooses
-itself (namespace, service accounts, managed policies, the TLS bucket prefix), and the versions of the Helm charts and
-EKS add-ons the library installs beside it.
+it from here, under these names only. Also the names the operator chooses itself (its API group, namespace, service
+accounts, managed policies, the TLS bucket prefix), and the versions of the Helm charts and EKS add-ons the library
+installs beside it.
 """
 
 from __future__ import annotations

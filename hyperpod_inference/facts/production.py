@@ -1,5 +1,5 @@
-"""Facts of the operator's production fields (InferenceEndpointConfig v1 / JumpStartModel v1): enums, ranges, patterns
-and which operator version has which field. Stdlib only.
+"""Facts of the operator's production fields (InferenceEndpointConfig v1 / JumpStartModel v1): enums, ranges and
+patterns (which operator version has which field is the release table's, :mod:`.operator`). Stdlib only.
 
 Patterns are anchored and escaped. Where the CRD's own pattern is looser, the one here is stricter and says why:
 - ``kvCacheSpec.l2CacheSpec.l2CacheBackend``: the CRD has ``(?i)redis|tieredstorage`` (unanchored, any case);
@@ -15,9 +15,6 @@ import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
-
-from .operator import FIELDS_SINCE, OPERATOR_ADDON_VERSIONS, has_field
-from .operator import NEWER_ADDON_VERSIONS as NEWER_ADDON_VERSIONS  # re-exported: the release table's
 
 # --- enums: the one home of each (config/production.py types its fields Literal[<tuple>]) -------------------------
 METRIC_TYPES = ("Value", "Average")  # autoScalingSpec.*Trigger*.metricType
@@ -45,8 +42,6 @@ TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256  # SageMaker tags (spec.tags become the en
 AUTOSCALING_DEFAULTS = {"minReplicaCount": 1, "maxReplicaCount": 5}
 # autoScalingSpec.cloudWatchTrigger (CRD defaults): what KEDA queries when the field is unset.
 CLOUDWATCH_TRIGGER_DEFAULTS = {"metricStat": "Average", "metricCollectionPeriod": 300, "metricType": "Average"}
-DEFAULT_MAX_DEPLOY_SECONDS = 3600
-DEFAULT_METRICS_PORT = 8080
 
 # --- patterns -----------------------------------------------------------------------------------------------------
 AMP_WORKSPACE_URL = r"^https://aps-workspaces\.([a-z]{2}(?:-[a-z]+)+-[0-9])\.amazonaws\.com/workspaces/(ws-[a-zA-Z0-9-]+)$"
@@ -73,9 +68,6 @@ MISSPELLED_NODE_LABELS = {"node.kubernetes.io/instanceType": INSTANCE_TYPE_LABEL
 NVIDIA_GPU = "nvidia.com/gpu"
 NEURON = "aws.amazon.com/neuron"
 EXTENDED_RESOURCES = (NVIDIA_GPU, NEURON, "aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice")
-
-# --- which operator version has which field: the releases table's (facts/operator.py), under the names used here --
-FIELD_SINCE = FIELDS_SINCE
 
 # Readable names for the patterns above in error messages ("must be <description>").
 PATTERN_DESCRIPTIONS = {
@@ -107,8 +99,6 @@ def quantity_value(q: str | int) -> float:
     number = q[: len(q) - len(m.group(2) or "")]
     return float(number) * _SUFFIX[m.group(2) or ""]
 
-
-version_has = has_field
 
 # --- what the runtime presets set, and the config key that sets it (args / env a user must not repeat) -------------
 PRESET_FLAGS: dict[str, str] = {
@@ -367,9 +357,6 @@ ADDON_CONFIGURATION_PATHS: dict[str, str] = {
     "keda.enabled": "nothing (autoscaling needs KEDA)",
     "keda.auth": "operator.kedaRoleArn",
 }
-# The add-on version each validated operator version installs, and newer ones that may be pinned unvalidated: the
-# release table's (facts/operator.py), under the names used here.
-ADDON_VERSIONS = OPERATOR_ADDON_VERSIONS
 
 
 def addon_override_conflicts(patch: dict) -> list[tuple[Path, str]]:

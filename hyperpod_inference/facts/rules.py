@@ -20,7 +20,6 @@ INSTANCE_TYPE = r"^ml\.[a-z0-9-]+\.[a-z0-9]+$"  # CRD: ^ml\..* ; shape of a real
 HF_MODEL_ID = r"^[a-zA-Z0-9_.-]+/[a-zA-Z0-9_.-]+$"  # huggingFaceModel.modelId
 HF_COMMIT_SHA = r"^[0-9a-f]{40}$"  # huggingFaceModel.commitSHA
 CONTENT_TYPE = r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*/[a-zA-Z0-9](-*[a-zA-Z0-9.])*$"  # captureContentTypeHeader items, 1–256
-KMS_KEY_ID_CRD = r"^[a-zA-Z0-9:/_-]*$"  # dataCapture.*.kmsKeyId
 ACM_ARN_CRD = r"^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$"  # customCertificateConfig.acmArn
 HOSTED_ZONE_ID = r"^Z[A-Z0-9]+$"  # dnsConfig.hostedZoneId
 DOMAIN_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"  # customCertificateConfig.domainName, ≤ 253
@@ -66,9 +65,7 @@ JUMPSTART_MODEL_ID = r"^[a-zA-Z0-9][a-zA-Z0-9._-]*$"
 CLUSTER_ARN_RE = re.compile(HYPERPOD_CLUSTER_ARN)
 IAM_ROLE_ARN_RE = re.compile(IAM_ROLE_ARN)
 OIDC_RE = re.compile(OIDC_PROVIDER_ARN)
-KMS_KEY_ARN_RE = re.compile(KMS_KEY_ARN)
 SECRETS_ARN_RE = re.compile(SECRETS_MANAGER_ARN)
-ACM_ARN_RE = re.compile(ACM_ARN_CRD)
 
 # Names the stack never creates as "owned" namespaces: system namespaces that exist on every cluster.
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", "hyperpod-inference-system"})
@@ -119,10 +116,6 @@ def _describe(pattern: str) -> str:
 def pattern_problem(pattern: str, value: str) -> str | None:
     """The one check of ``value`` against one of the patterns above, with the pattern's readable description."""
     return None if isinstance(value, str) and re.match(pattern, value) else _describe(pattern)
-
-
-def is_dns_subdomain(name: str) -> bool:
-    return len(name) <= 253 and re.match(DNS1123_SUBDOMAIN, name) is not None
 
 
 def domain_within_zone(domain: str, zone: str) -> bool:
@@ -260,10 +253,6 @@ def kms_key_arn_problem(arn: str) -> str | None:
     return pattern_problem(KMS_KEY_ARN, arn)
 
 
-def secrets_manager_arn_problem(arn: str) -> str | None:
-    return pattern_problem(SECRETS_MANAGER_ARN, arn)
-
-
 def arn_parts(arn: str) -> tuple[str, str, str, str]:
     """``arn:<partition>:<service>:<region>:<account>:...`` -> (partition, service, region, account)."""
     parts = arn.split(":", 5)
@@ -315,12 +304,15 @@ ACM_MAX_NAMES_PER_CERTIFICATE = 10
 #: With ``wildcard`` unset, more endpoint names than this switch the issued certificate to ``*.<zone>`` + apex.
 AUTO_WILDCARD_ABOVE = 9
 
-_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
+#: What every CDK token encoded in a string carries: ``${Token[...]}`` (a string), ``#{Token[...]}`` (a list element).
+TOKEN_MARKS = ("${Token[", "#{Token[")
 
 
 def is_deploy_time(text: object) -> bool:
-    """True when ``text`` holds a CDK token (``${Token[...]}``): its value is known only at deploy."""
-    return isinstance(text, str) and bool(_TOKEN.search(text))
+    """True when ``text`` is a string holding a CDK token (:data:`TOKEN_MARKS`): its value is known only at deploy.
+    The one test of "is this a token" for code without the CDK; the constructs' ``lazy.is_unresolved`` starts with
+    it."""
+    return isinstance(text, str) and any(mark in text for mark in TOKEN_MARKS)
 
 
 def covered_by_wildcard(name: str, zone_name: str) -> bool:

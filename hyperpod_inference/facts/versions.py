@@ -61,8 +61,3 @@ class Version:
 def version_key(text: str) -> Version:
     """A sort key: ``sorted(["v3.10", "v3.3"], key=version_key) == ["v3.3", "v3.10"]``."""
     return Version(text)
-
-
-def at_least(version: str, minimum: str) -> bool:
-    """``at_least("v3.10", "v3.3")`` is True."""
-    return Version(version) >= Version(minimum)

@@ -16,8 +16,8 @@ import yaml
 from hyperpod_inference.charts.endpoint import EndpointWiring, SecretRef, build_custom_resource
 from hyperpod_inference.config import ConfigError, parse_config
 from hyperpod_inference.config.models import IEC_ONLY, JSM_ONLY, Endpoint
+from hyperpod_inference.facts import operator, rules
 from hyperpod_inference.facts import production as facts
-from hyperpod_inference.facts import rules
 from tests.k8s_validation import _crd_schemas, crd_errors, crd_root
 from tests.synth_helpers import DEFAULT_CONFIG
 
@@ -296,8 +296,8 @@ def test_a_valid_value_lands_at_exactly_its_crd_path_and_validates(leaf, kind):
         else:
             assert landed == value, (leaf.crd_dotted, landed)
         assert crd_errors(cr, "v3.3") == []
-        if facts.version_has("v3.2", "spec." + ".".join(p for p in leaf.crd_path[:2] if isinstance(p, str))) and \
-                facts.version_has("v3.2", leaf.crd_dotted):
+        if operator.has_field("v3.2", "spec." + ".".join(p for p in leaf.crd_path[:2] if isinstance(p, str))) and \
+                operator.has_field("v3.2", leaf.crd_dotted):
             assert crd_errors(cr, "v3.2") == []
 
 
@@ -364,8 +364,8 @@ def test_the_config_schema_is_the_crds_or_stricter(leaf, kind):
         assert ours.get("type") in expected, (ours.get("type"), crd["type"])
 
 
-@pytest.mark.parametrize("leaf", [leaf for leaf in LEAVES if facts.FIELD_SINCE.get(leaf.crd_dotted) or any(
-    leaf.crd_dotted.startswith(p) for p in facts.FIELD_SINCE)], ids=lambda leaf: leaf.yaml_path)
+@pytest.mark.parametrize("leaf", [leaf for leaf in LEAVES if operator.FIELDS_SINCE.get(leaf.crd_dotted) or any(
+    leaf.crd_dotted.startswith(p) for p in operator.FIELDS_SINCE)], ids=lambda leaf: leaf.yaml_path)
 def test_fields_newer_than_v3_2_are_absent_from_its_crd(leaf):
     # GIVEN the version table WHEN checked against the v3.2 CRD THEN a v3.3 field is really missing there
     assert crd_root() is not None

@@ -11,6 +11,7 @@ import yaml
 
 from hyperpod_inference.config import ConfigError, parse_config
 from hyperpod_inference.config.warnings import config_warnings, endpoint_warnings
+from hyperpod_inference.facts.safety import verify_body
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "hyperpod.yaml").read_text())
@@ -214,7 +215,8 @@ def test_verify_payload_may_be_a_mapping_a_list_or_a_string(payload, body):
     # GIVEN a verify payload written as YAML structure or as a string
     cfg = parse_config(config_with(verify={"payload": payload}))
     # THEN it validates and the body sent is JSON for a mapping or list, the string as given
-    assert cfg.endpoints[0].verify.body() == body
+    verify = cfg.endpoints[0].verify
+    assert verify_body(verify.payload, verify.content_type, "") == body
 
 
 def test_a_mapping_payload_needs_a_json_content_type():

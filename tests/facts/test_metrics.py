@@ -1,6 +1,9 @@
-"""facts/metrics.py: every metric, label and limit carries its source; the ALB name prefix follows the controller."""
+"""facts/metrics.py: every metric and limit carries its source; the ALB name prefix follows the controller."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import pytest
 
@@ -8,11 +11,20 @@ from hyperpod_inference.facts import metrics as m
 
 
 def test_every_entry_has_a_source_url():
-    for table in (m.CLOUDWATCH, m.PROMETHEUS, m.PROM_LABELS):
+    for table in (m.CLOUDWATCH, m.PROMETHEUS):
         for name, entry in table.items():
             assert entry.source.startswith("https://"), name
-    assert set(m.LIMIT_SOURCES) == {"DASHBOARD_MAX_WIDGETS", "DASHBOARD_GRID_WIDTH", "ALARM_NAME_MAX",
-                                    "ALARM_DESCRIPTION_MAX", "COMPOSITE_RULE_MAX"}
+
+
+def test_every_limit_cites_its_source_in_its_comment():
+    # GIVEN the limits section of facts/metrics.py / THEN each limit's comment block names its source
+    text = Path(m.__file__).read_text()
+    start = text.index("- limits\n")
+    section = text[start:text.index("\n# ---", start)]
+    blocks = re.findall(r"((?:#:.*\n)+)((?:[A-Z_]+ = .*\n)+)", section)
+    limits = {line.split(" = ")[0]: comment for comment, names in blocks for line in names.splitlines()}
+    assert {"DASHBOARD_MAX_WIDGETS", "DASHBOARD_GRID_WIDTH", "ALARM_NAME_MAX", "ALARM_DESCRIPTION_MAX"} <= set(limits)
+    assert all("https://" in comment for comment in limits.values()), limits
 
 
 def test_cloudwatch_metrics_carry_unit_statistics_and_dimensions():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hyperpod_inference.facts import operator, rules
-from hyperpod_inference.facts.versions import Version, at_least, version_key
+from hyperpod_inference.facts.versions import Version, version_key
 
 
 @pytest.mark.parametrize("name", ["my-bucket", "a.b.c", "abc", "a" * 63, "hyperpod-tls-111122223333-us-west-2",
@@ -78,7 +78,7 @@ def test_versions_compare_as_versions_not_strings():
     assert Version("v3.3") == "v3.3.0"
     assert Version("v1.4.0-eksbuild.2") > "v1.4.0-eksbuild.1"
     assert sorted(["v3.10", "v3.3", "v3.2"], key=version_key) == ["v3.2", "v3.3", "v3.10"]
-    assert at_least("v3.10", "v3.3") and not at_least("v3.2", "v3.3")
+    assert Version("v3.10") >= "v3.3" and not Version("v3.2") >= "v3.3"
     with pytest.raises(ValueError, match="not a version"):
         Version("latest")
 

@@ -3,16 +3,13 @@ server is the cluster's endpoint; without one, the reason names the command that
 
 from __future__ import annotations
 
-import ast
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import yaml
 
-from hyperpod_inference.facts import naming
 from hyperpod_inference.ops.kube import Kube, KubeUnavailable
 from tests.nvme_agent.fake_kube import FakeKube
 
@@ -86,18 +83,6 @@ def test_a_metadata_only_get_asks_for_the_metadata_alone(tmp_path):
         server.server_close()
     # THEN the first asked for PartialObjectMetadata only (a Secret's data never comes back), the second for JSON
     assert seen == ["application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", "application/json"]
-
-
-def test_doctor_knows_the_label_the_stack_puts_on_its_namespaces():
-    # GIVEN the label the charts and the Kubernetes side write (read from their source: importing them starts jsii)
-    package = Path(naming.__file__).resolve().parents[1]
-    charts = ast.parse((package / "charts" / "endpoint.py").read_text())
-    [label] = [ast.literal_eval(n.value) for n in ast.walk(charts) if isinstance(n, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == "MANAGED_BY" for t in n.targets)]
-    # THEN the namespaces check looks for the same one, and the Kubernetes side labels its namespaces with it
-    assert {naming.MANAGED_BY_LABEL: naming.MANAGED_BY_VALUE} == label
-    namespaces = (package / "assembly" / "kubernetes_side.py").read_text()
-    assert '"app.kubernetes.io/managed-by": "hyperpod-inference-cdk"' in namespaces
 
 
 # ----------------------------------------------------------------------------------- a kubeconfig that is wrong

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Acknowledgment, Token, Validations
+from aws_cdk import Acknowledgment, Validations
 from constructs import IConstruct
 
 from ...facts import rules
+from ..lazy import is_unresolved
 
 
 def _acknowledge(scope: IConstruct, findings: Mapping[str, str]) -> None:
@@ -26,7 +27,7 @@ def _nag_iam5(resource: str) -> str:
 
 def _nag_value(value: str, pseudo_parameter: str) -> str:
     """How cdk-nag writes a value in a finding ID: literal, or ``<AWS::Region>`` for the pseudo-parameter token."""
-    return f"<{pseudo_parameter}>" if Token.is_unresolved(value) else value
+    return f"<{pseudo_parameter}>" if is_unresolved(value) else value
 
 
 def _raise_if(errors: list[str], what: str) -> None:
@@ -39,11 +40,11 @@ def _check_role_arn(field: str, value: str | None, errors: list[str], *, require
         if required:
             errors.append(f"{field}: required")
         return
-    problem = None if Token.is_unresolved(value) else rules.role_arn_problem(value)
+    problem = None if is_unresolved(value) else rules.role_arn_problem(value)
     if problem:
         errors.append(f"{field}: {problem} (got {value!r})")
 
 
 def _check_cluster_name(cluster_name: str, errors: list[str]) -> None:
-    if not Token.is_unresolved(cluster_name) and (problem := rules.eks_cluster_name_problem(cluster_name or "")):
+    if not is_unresolved(cluster_name) and (problem := rules.eks_cluster_name_problem(cluster_name or "")):
         errors.append(f"cluster_name: {problem} (got {cluster_name!r})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Stack, Token
+from aws_cdk import Stack
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
@@ -17,6 +17,7 @@ from ...facts.operator import (
     OperatorVersion,
 )
 from ...facts.production import merge_patch
+from ..lazy import is_unresolved
 from ._common import _check_cluster_name, _check_role_arn, _raise_if
 
 
@@ -87,7 +88,7 @@ class OperatorAddon(Construct):
         """The add-on's ``configurationValues`` as a dict (keys as in the AWS setup guide)."""
         errors: list[str] = []
         _check_role_arn("execution_role_arn", execution_role_arn, errors)
-        if (execution_role_arn and not Token.is_unresolved(execution_role_arn)
+        if (execution_role_arn and not is_unresolved(execution_role_arn)
                 and rules.role_arn_problem(execution_role_arn) is None):
             name = rules.role_name_from_arn(execution_role_arn)
             if problem := rules.execution_role_name_problem(name, EXECUTION_ROLE_NAME_PREFIX):
@@ -97,12 +98,12 @@ class OperatorAddon(Construct):
         _check_role_arn("keda_role_arn", keda_role_arn, errors)
         if not tls_bucket_name:
             errors.append("tls_bucket_name: required")
-        elif not Token.is_unresolved(tls_bucket_name) and (problem := rules.bucket_name_problem(tls_bucket_name)):
+        elif not is_unresolved(tls_bucket_name) and (problem := rules.bucket_name_problem(tls_bucket_name)):
             errors.append(f"tls_bucket_name: a bucket name without s3://: {problem} (got {tls_bucket_name!r})")
-        if (hyperpod_cluster_arn is not None and not Token.is_unresolved(hyperpod_cluster_arn)
+        if (hyperpod_cluster_arn is not None and not is_unresolved(hyperpod_cluster_arn)
                 and (problem := rules.hyperpod_cluster_arn_problem(hyperpod_cluster_arn))):
             errors.append(f"hyperpod_cluster_arn: {problem} (got {hyperpod_cluster_arn!r})")
-        if not isinstance(enable_custom_service_accounts, bool) and not Token.is_unresolved(
+        if not isinstance(enable_custom_service_accounts, bool) and not is_unresolved(
                 enable_custom_service_accounts):
             errors.append("enable_custom_service_accounts: must be true or false")
         _raise_if(errors, "OperatorAddon configuration")

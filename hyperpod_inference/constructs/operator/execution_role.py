@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from aws_cdk import Aws, Stack, Token
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -17,7 +17,7 @@ from ...facts.operator import (
     OPERATOR_NAMESPACE,
 )
 from ..irsa import ServiceAccountRef, irsa_principal, oidc_issuer_from_arn
-from ..lazy import literal_stack_name
+from ..lazy import is_unresolved, literal_stack_name
 from ._common import _acknowledge, _nag_iam4, _raise_if
 
 
@@ -28,7 +28,7 @@ def default_execution_role_name(stack: Stack) -> str:
     Region is a deploy-time value: the stack-name part is then shortened so that any Region still fits.
     """
     region = stack.region
-    return naming.execution_role_name(literal_stack_name(stack), Aws.REGION if Token.is_unresolved(region) else region)
+    return naming.execution_role_name(literal_stack_name(stack), Aws.REGION if is_unresolved(region) else region)
 
 
 def sagemaker_principal(scope: Construct, *, source_account: bool = True) -> iam.ServicePrincipal:
@@ -114,7 +114,7 @@ class OperatorExecutionRole(iam.Role):
 
     @staticmethod
     def _validate_role_name(role_name: str) -> None:
-        if Token.is_unresolved(role_name):
+        if is_unresolved(role_name):
             return
         problem = rules.execution_role_name_problem(role_name, EXECUTION_ROLE_NAME_PREFIX)
         _raise_if([f"{problem} (got {role_name!r})"] if problem else [], "role_name")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -10,7 +10,7 @@ from constructs import Construct
 from ...facts import naming, rules
 from ...facts import operator as facts
 from ...facts.operator import OPERATOR_MANAGED_POLICY, TLS_BUCKET_PREFIX
-from ..lazy import literal_stack_name
+from ..lazy import is_unresolved, literal_stack_name
 from ._common import _acknowledge, _nag_iam5, _nag_value, _raise_if
 
 _OPERATOR_OBJECT_TAG = facts.OPERATOR_OBJECT_TAG
@@ -51,7 +51,7 @@ class TlsBucket(Construct):
             self.bucket = bucket
             self.bucket_name = bucket.bucket_name
             self.created = False
-            self.managed_policy_covers = (not Token.is_unresolved(self.bucket_name)
+            self.managed_policy_covers = (not is_unresolved(self.bucket_name)
                                           and self.bucket_name.startswith(TLS_BUCKET_PREFIX))
         elif bucket_name is None:
             stack = Stack.of(self)
@@ -98,7 +98,7 @@ class TlsBucket(Construct):
             self.bucket_name = bucket_name
             self.created = False
             # A deploy-time name cannot be checked: grant explicitly (harmless if the policy also covers it).
-            self.managed_policy_covers = (not Token.is_unresolved(bucket_name)
+            self.managed_policy_covers = (not is_unresolved(bucket_name)
                                           and bucket_name.startswith(TLS_BUCKET_PREFIX))
         # A bucket the managed policy does not cover is shared with whatever else its owner keeps there: this stack's
         # certificates get their own folder, and the grant names only that folder.
@@ -152,7 +152,7 @@ class TlsBucket(Construct):
 
     def _acknowledge_object_wildcard(self, grantee: iam.IGrantable) -> None:
         principal = grantee.grant_principal
-        if not isinstance(principal, Construct) or Token.is_unresolved(self.bucket_name):
+        if not isinstance(principal, Construct) or is_unresolved(self.bucket_name):
             return
         policy = principal.node.try_find_child("DefaultPolicy") or principal
         partition = _nag_value(Stack.of(self).partition, "AWS::Partition")
@@ -165,7 +165,7 @@ class TlsBucket(Construct):
 
     @staticmethod
     def _validate_bucket_name(bucket_name: str) -> None:
-        if Token.is_unresolved(bucket_name):
+        if is_unresolved(bucket_name):
             return
         errors = []
         if bucket_name.startswith("s3://"):
