@@ -71,6 +71,37 @@ def _seconds(value: Duration) -> int:
     return known
 
 
+#: What the polling function may do on each verified endpoint.
+VERIFY_ACTIONS = ("sagemaker:DescribeEndpoint", "sagemaker:InvokeEndpoint")
+
+
+class _EndpointStatementGrantee(iam.PrincipalBase):
+    """The polling function's role as a grantee whose every grant adds its endpoint to one statement of one policy
+    (``iam.Grant`` then says what was granted, and that policy is what depends on it), never a statement per
+    endpoint: a fleet verifies hundreds through one provider."""
+
+    def __init__(self, role: iam.IRole, statement: iam.PolicyStatement, policy: iam.Policy) -> None:
+        super().__init__()
+        self._role = role
+        self._statement = statement
+        self._policy = policy
+        self.resources: list[str] = []
+
+    @property
+    def policy_fragment(self) -> iam.PrincipalPolicyFragment:
+        return self._role.policy_fragment
+
+    def dedupe_string(self) -> str | None:
+        return None  # never merged with another principal: it stands for one role inside this construct
+
+    def add_to_principal_policy(self, statement: iam.PolicyStatement) -> iam.AddToPrincipalPolicyResult:
+        for arn in statement.resources:
+            if arn not in self.resources:  # idempotent
+                self.resources.append(arn)
+                self._statement.add_resources(arn)
+        return iam.AddToPrincipalPolicyResult(statement_added=True, policy_dependable=self._policy)
+
+
 #: stack -> provider id -> provider, for as long as the stack lives: a fleet asks for it once per endpoint.
 _PROVIDERS: weakref.WeakKeyDictionary[Stack, dict[str, EndpointVerificationProvider]] = weakref.WeakKeyDictionary()
 
@@ -86,7 +117,6 @@ class EndpointVerificationProvider(Construct):
         super().__init__(scope, id)
         self.timeout = timeout
         self.query_interval = query_interval
-        self._endpoint_arns: list[str] = []
 
         code = lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"])
 
@@ -94,13 +124,12 @@ class EndpointVerificationProvider(Construct):
         self.is_complete_handler, is_complete_role = self._function("IsComplete", "index.is_complete", code)
 
         # One statement, filled by grant_verify(): exactly the verified endpoints, never "*".
-        self._endpoint_statement = iam.PolicyStatement(
-            actions=["sagemaker:DescribeEndpoint", "sagemaker:InvokeEndpoint"], resources=[]
-        )
+        endpoint_statement = iam.PolicyStatement(actions=list(VERIFY_ACTIONS), resources=[])
         #: The polling function's access to the verified endpoints (a dependency target for the custom resources).
         self.endpoint_policy = iam.Policy(
-            self, "EndpointAccess", statements=[self._endpoint_statement], roles=[is_complete_role]
+            self, "EndpointAccess", statements=[endpoint_statement], roles=[is_complete_role]
         )
+        self._endpoint_grantee = _EndpointStatementGrantee(is_complete_role, endpoint_statement, self.endpoint_policy)
 
         framework_logs = logs.LogGroup(
             self, "FrameworkLogs", retention=_LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
@@ -144,14 +173,13 @@ class EndpointVerificationProvider(Construct):
     @property
     def endpoint_arns(self) -> list[str]:
         """The endpoint ARNs the polling function may describe and invoke (in order of first grant)."""
-        return list(self._endpoint_arns)
+        return list(self._endpoint_grantee.resources)
 
-    def grant_verify(self, endpoint_arn: str) -> None:
-        """Allow ``DescribeEndpoint`` and ``InvokeEndpoint`` on one more endpoint (idempotent)."""
-        if endpoint_arn in self._endpoint_arns:
-            return
-        self._endpoint_arns.append(endpoint_arn)
-        self._endpoint_statement.add_resources(endpoint_arn)
+    def grant_verify(self, endpoint_arn: str) -> iam.Grant:
+        """Allow ``DescribeEndpoint`` and ``InvokeEndpoint`` on one more endpoint (idempotent): the ARN joins the one
+        statement of :attr:`endpoint_policy`, which the grant's ``apply_before`` makes a construct depend on."""
+        return iam.Grant.add_to_principal(grantee=self._endpoint_grantee, actions=list(VERIFY_ACTIONS),
+                                          resource_arns=[endpoint_arn])
 
     def _acknowledge_provider_framework(self) -> None:
         stack = Stack.of(self)

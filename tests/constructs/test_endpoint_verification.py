@@ -7,6 +7,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
@@ -193,6 +194,26 @@ def test_the_endpoint_policy_is_attached_to_the_polling_function_only():
     policy = template.to_json()["Resources"][_logical_id(stack, chat.provider.endpoint_policy)]
     is_complete_role = _logical_id(stack, chat.provider.is_complete_handler.role)
     assert policy["Properties"]["Roles"] == [{"Ref": is_complete_role}]
+
+
+def test_grant_verify_returns_the_grant_whose_dependable_is_the_endpoint_policy():
+    # GIVEN a verification's provider and a construct that must wait for the polling function's access
+    stack = _stack()
+    chat, _ = _two_verifications(stack)
+    waiting = sns.Topic(stack, "Waiting")
+    arn = "arn:aws:sagemaker:us-west-2:111122223333:endpoint/other"
+    # WHEN one more endpoint is granted, and granted again
+    grant = chat.provider.grant_verify(arn)
+    again = chat.provider.grant_verify(arn)
+    grant.apply_before(waiting)
+    # THEN each is an iam.Grant that succeeded with the two actions on that endpoint, the ARN is listed once, and the
+    # construct depends on the endpoint policy
+    assert isinstance(grant, iam.Grant) and grant.success and again.success
+    assert grant.principal_statement.to_statement_json() == {
+        "Action": ["sagemaker:DescribeEndpoint", "sagemaker:InvokeEndpoint"], "Effect": "Allow", "Resource": arn}
+    assert chat.provider.endpoint_arns.count(arn) == 1
+    topic = Template.from_stack(stack).to_json()["Resources"][_logical_id(stack, waiting)]
+    assert _logical_id(stack, chat.provider.endpoint_policy) in topic["DependsOn"]
 
 
 def test_verifying_the_same_endpoint_twice_lists_its_arn_once():
