@@ -30,6 +30,11 @@ def test_the_runner_lists_one_family_per_module_in_order():
     assert all(c.family == f.name for f in runner.FAMILIES for c in f.checks)
 
 
+def test_the_required_checks_are_checks_of_the_account_and_cluster_families():
+    families = {c.id: c.family for c in runner.CHECKS}
+    assert {families[i] for i in runner.REQUIRED_CHECKS} == {"account", "cluster"}
+
+
 @pytest.mark.parametrize("module", FAMILY_MODULES)
 def test_a_family_module_imports_the_shared_base_never_another_family(module):
     # GIVEN a family module's imports / THEN within the package it imports base, never another family or the runner
