@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config.autoscaling import CloudWatchTrigger, PrometheusTrigger, trigger_locations
 from ..config.models import Endpoint, HyperPodConfig
-from ..config.production import CloudWatchTrigger, PrometheusTrigger, trigger_locations
 from ..config.warnings import ConfigWarning, acknowledgment, config_warnings, endpoint_warnings
 from ..facts import naming
 from ..facts.production import AMP_WORKSPACE_RE, INSTANCE_TYPE_LABEL, NVIDIA_GPU

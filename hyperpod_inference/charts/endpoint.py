@@ -15,8 +15,9 @@ import cdk8s
 from constructs import Construct
 
 from ..assembly.plan import SecretRef, token_secret_ref
+from ..config.base import dump
 from ..config.models import DataCapture, Endpoint, ModelPodCapture, SagemakerEndpointCapture
-from ..config.production import EnvFrom, dump
+from ..config.worker_env import EnvFrom
 from ..facts.naming import MANAGED_BY
 from ..facts.operator import API_VERSION
 from ..facts.production import NVIDIA_GPU

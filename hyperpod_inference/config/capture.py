@@ -17,15 +17,13 @@ from ..facts import rules
 from .base import (
     BucketName,
     ContentType,
+    CrdPaths,
+    NoCrd,
     Strict,
     _bool_or_object,
     _err,
     _literal_prefix,
     _raise_all,
-)
-from .production import (
-    CrdPaths,
-    NoCrd,
 )
 
 

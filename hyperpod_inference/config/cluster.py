@@ -15,14 +15,12 @@ from pydantic_core import PydanticCustomError
 from ..facts import kubectl as kubectl_facts
 from ..facts import rules
 from .base import (
+    CrdPaths,
+    NoCrd,
     RoleArn,
     Strict,
     _err,
     _raise_all,
-)
-from .production import (
-    CrdPaths,
-    NoCrd,
 )
 
 

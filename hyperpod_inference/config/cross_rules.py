@@ -8,7 +8,7 @@ cannot judge: a section that is invalid is neither present nor absent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,15 +19,13 @@ from ..facts import operator as operator_facts
 from ..facts import production as prod_facts
 from ..facts import rules
 from ..facts.runtimes import PRESETS, dlc_registry_problem
-from .base import DnsLabel, _err
+from .autoscaling import PrometheusTrigger, trigger_locations
+from .base import DnsLabel, Problems, _err
 from .capture import Capture
 from .cluster import Cluster, Env
 from .domain import Domain
 from .endpoint import Endpoint
 from .operator import Manifests, Operator
-from .production import PrometheusTrigger, trigger_locations
-
-Problems = Iterator[InitErrorDetails]
 
 
 @dataclass(frozen=True)

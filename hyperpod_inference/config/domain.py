@@ -10,12 +10,10 @@ from pydantic import (
 
 from ..facts import rules
 from .base import (
-    DomainName,
-    Strict,
-)
-from .production import (
     CrdPaths,
+    DomainName,
     NoCrd,
+    Strict,
 )
 
 

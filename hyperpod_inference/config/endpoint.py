@@ -1,7 +1,13 @@
-"""One entry of ``endpoints``: the model server, its placement, resources, cache, capture and checks."""
+"""One entry of ``endpoints``: the model server, its placement, resources, cache, capture and checks, and the rules of
+one endpoint.
+
+The rules are named functions (:data:`ENDPOINT_RULES`, run in that order by the model's validator), each yielding
+every problem it finds with its path relative to the endpoint, as the rules across sections do
+(:mod:`.cross_rules`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -10,189 +16,46 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import PydanticCustomError
 
 from ..facts import instances as instance_table
 from ..facts import metrics as metric_facts
 from ..facts import production as prod_facts
 from ..facts import rules
 from ..facts.runtimes import PRESETS
-from ..facts.safety import payload_problem
 from . import safety
+from .autoscaling import AutoScalingSpec, CloudWatchTrigger, trigger_locations
 from .base import (
     AbsolutePath,
-    ContentType,
+    CrdPaths,
     DnsLabel,
     DnsSubdomain,
     DomainName,
+    JsmRoleArn,
     Loc,
+    NoCrd,
+    Problems,
     Strict,
     _at,
     _err,
     _raise_all,
     _rule,
-    _safe_host_path,
+    crd,
 )
+from .cache import ImageCache, WeightCache
 from .capture import DataCapture
+from .metrics_tags import Metrics, Tag
 from .model_source import ModelSource
 from .observability import EndpointAlarms
-from .production import (
-    AutoScalingSpec,
-    CloudWatchTrigger,
-    CrdPaths,
-    EnvValue,
-    ImageCache,
-    IntelligentRoutingSpec,
-    JsmRoleArn,
-    KvCacheSpec,
-    LoadBalancerSpec,
-    Metrics,
-    MigProfile,
-    NoCrd,
-    NodeAffinity,
-    PdSpec,
-    Probes,
-    Quantity,
-    RequestLimits,
-    ResourceName,
-    Tag,
-    crd,
-    resource_problems,
-    trigger_locations,
-)
+from .placement import InstanceType, NodeAffinity, unknown_instance_types
+from .prefill_decode import PdSpec
+from .probes import Probes, RequestLimits
+from .resources import Resources, instance_fit_findings
+from .routing import IntelligentRoutingSpec, KvCacheSpec, LoadBalancerSpec
+from .verify import Verify
+from .worker_env import EnvName, EnvValue
 
-
-class WeightCache(Strict):
-    crd_paths: ClassVar[CrdPaths] = {
-        "mode": NoCrd("not verbatim: the library derives spec.modelCacheConfig.weightsCache from it"),
-        "host_path": NoCrd("not verbatim: the library derives spec.modelCacheConfig.weightsCache.hostPath from it"),
-        "volume_name": NoCrd("not verbatim: the library derives spec.worker.modelVolumeMount.name from it"),
-        "agent_image": NoCrd("the NVMe agent DaemonSet and init container image"),
-        "min_free_percent": NoCrd("the NVMe agent's eviction threshold"),
-        "share_across_namespaces": NoCrd("the NVMe agent's cache layout"),
-        "lease_sidecar": NoCrd("not verbatim: the library makes the NVMe agent's init container in "
-                               "spec.kubernetes.initContainers a native sidecar"),
-        "evict_legacy_layout": NoCrd("the NVMe agent's warm DaemonSet (a one-time eviction of the previous layout)"),
-    }
-    mode: Literal["off", "operator", "daemonset"] = "off"
-    """off; operator (the operator's weights cache, v3.3); daemonset (the NVMe agent warms every GPU node, an init
-    container falls back to the source)."""
-    host_path: AbsolutePath = "/opt/dlami/nvme"
-    """The node's NVMe mount the cache lives under."""
-    volume_name: DnsLabel = "nvme-model"
-    """The name of the model volume in the worker pod."""
-    agent_image: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
-    """daemonset: the image that runs the NVMe agent; default the endpoint's model server image (already on the
-    node; the agent needs its Python with botocore or huggingface_hub)."""
-    min_free_percent: Annotated[int, Field(ge=0, le=90)] = 10
-    """daemonset: evict least-recently-used models to keep this share of the disk free."""
-    share_across_namespaces: bool = Field(
-        default=False, description="daemonset: one cache root for every namespace instead of "
-                                   "<hostPath>/<namespace>/ (warned: the namespaces' pods then mount each other's models)")
-    lease_sidecar: bool = True
-    """daemonset: the agent's init container is a native sidecar (restartPolicy Always and a startup probe;
-    Kubernetes 1.29+) that keeps the pod's lease on its model for the pod's whole life. false: a plain init
-    container, whose lease lasts 600 s after the pod starts; the warm DaemonSet's lease keeps the model then. Turn it
-    off where restartPolicy does not reach the pod: Kubernetes refuses the startup probe of a plain init container."""
-    evict_legacy_layout: bool = False
-    """daemonset: a one-time opt-in, for nodes that still hold models cached directly under hostPath by releases
-    before the per-namespace roots: the warm DaemonSet's pods first evict those (unleased) models. Its init container
-    mounts the whole hostPath, every namespace's folder: set it for one deploy, then remove it."""
-
-    _safe_host_path = field_validator("host_path")(_safe_host_path)
-
-    @field_validator("volume_name")
-    @classmethod
-    def _not_reserved(cls, v: str) -> str:
-        if v in rules.RESERVED_VOLUME_NAMES:
-            raise PydanticCustomError("reserved", "'{v}' is reserved by the operator (reserved: {r})",
-                                      {"v": v, "r": ", ".join(sorted(rules.RESERVED_VOLUME_NAMES))})
-        return v
-
-
-
-
-class Verify(Strict):
-    """The post-deploy check. ``payload``: a string sent as given, or a YAML mapping or list sent as JSON (JSON content
-    types only); None = the runtime's default. ``showResponse``: also report the answer's first bytes."""
-
-    crd_paths: ClassVar[CrdPaths] = {
-        "payload": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's resource"),
-        "content_type": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's resource"),
-        "fail_deployment": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's "
-                                 "resource"),
-        "show_response": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's "
-                               "resource"),
-        "timeout_minutes": NoCrd("the post-deploy check (a Lambda-backed custom resource), not the operator's "
-                                 "resource"),
-    }
-    payload: str | dict[str, Any] | list[Any] | None = None
-    """The request body: a string sent as given, or a mapping or list sent as JSON; default the runtime's."""
-    content_type: ContentType = "application/json"
-    """The request's content type."""
-    fail_deployment: bool = False
-    """Fail (and roll back) the deployment when the endpoint does not answer."""
-    show_response: bool = False
-    """Report the first bytes of the answer."""
-    timeout_minutes: Annotated[int, Field(ge=5, le=60)] = 60
-    """How long to wait for the endpoint (5-60)."""
-
-    @model_validator(mode="after")
-    def _json_payload(self) -> Verify:
-        problem = payload_problem(self.payload, self.content_type) if self.payload is not None else None
-        if problem:
-            _raise_all(type(self), [_err(("payload",), problem)])
-        return self
-
-
-class Resources(Strict):
-    """Worker resources beyond the accelerators the instance type implies (Kubernetes quantities).
-
-    Either the shorthand ``cpu`` / ``memory`` (request = limit), or ``requests`` / ``limits`` as Kubernetes takes
-    them; ``gpus`` goes with both and overrides the instance table's count."""
-
-    crd_paths: ClassVar[CrdPaths] = {
-        "cpu": NoCrd("not verbatim: the library derives spec.worker.resources from it"),
-        "memory": NoCrd("not verbatim: the library derives spec.worker.resources from it"),
-        "gpus": NoCrd("not verbatim: the library derives spec.worker.resources from it"),
-    }
-    cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = None
-    """CPU request = limit, e.g. 8 or 500m. Refused above what the instance gives a pod after the node's reserve
-    (the smallest candidate with instanceTypes / nodeAffinity), warned within 10% of it."""
-    memory: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?$")] | None = None
-    """Memory request = limit, e.g. 64Gi. Refused above the instance's memory less the node's reserve, warned
-    within 10% of it."""
-    gpus: Annotated[int, Field(ge=0, le=64)] | None = None
-    """Accelerators per pod, overriding the instance table's count; refused above the instance's count (the
-    smallest candidate's)."""
-    requests: dict[ResourceName, Quantity] | None = crd("spec.worker.resources.requests")
-    """Kubernetes resource requests (cpu, memory and accelerators checked against the instance as the shorthand
-    is)."""
-    limits: dict[ResourceName, Quantity] | None = crd("spec.worker.resources.limits")
-    """Kubernetes resource limits (a limit without a request is the request)."""
-
-    @model_validator(mode="after")
-    def _one_form(self) -> Resources:
-        e = []
-        if (self.requests is not None or self.limits is not None) and (self.cpu or self.memory):
-            e.append(_err(("cpu" if self.cpu else "memory",), "give either the shorthand cpu / memory (request = "
-                          "limit) or requests / limits, not both"))
-        for problem in resource_problems(self.requests or {}, self.limits or {}):
-            e.append(_err(("requests",), problem))
-        named = [k for k in {**(self.requests or {}), **(self.limits or {})} if k in prod_facts.EXTENDED_RESOURCES]
-        if self.gpus is not None and named:
-            e.append(_err(("gpus",), f"give the accelerator count once: gpus or {named[0]} in requests / limits"))
-        _raise_all(type(self), e)
-        return self
-
-    @property
-    def detailed(self) -> bool:
-        return self.requests is not None or self.limits is not None
-
-
-# ----------------------------------------------------------------------------------------------------------- endpoint
-InstanceType = Annotated[str, StringConstraints(pattern=rules.INSTANCE_TYPE)]
-EnvName = Annotated[str, StringConstraints(pattern=prod_facts.ENV_NAME)]
+MigProfile = Annotated[str, StringConstraints(pattern=prod_facts.MIG_PROFILE, max_length=64)]
 
 # Keys only one kind has (YAML names); the other kind refuses them, naming itself.
 IEC_ONLY = ("runtime", "image", "port", "args", "resources", "invocationEndpoint", "pdSpec", "instanceTypes",
@@ -345,265 +208,11 @@ class Endpoint(Strict):
 
     @model_validator(mode="after")
     def _endpoint_rules(self) -> Endpoint:
-        e: list[InitErrorDetails] = []
-        jsm = self.kind == "JumpStartModel"
-        source = self.model.kind
-        e += [_err(loc, msg) for loc, msg in safety.token_shaped_values(self)]
-        e += [_err(loc, msg) for loc, msg in safety.local_path_problems(self)]
-        if jsm and source != "jumpstart":
-            e.append(_err(("model", source), "kind: JumpStartModel takes only a jumpstart source"))
-        if not jsm and source == "jumpstart":
-            e.append(_err(("model", "jumpstart"), "a jumpstart source needs kind: JumpStartModel"))
-        given = self.model_fields_set
-        aliases = {name: (info.alias or name) for name, info in type(self).model_fields.items()}
-        for name in sorted(given):
-            alias = aliases[name]
-            if getattr(self, name) is None:
-                continue
-            if jsm and alias in IEC_ONLY:
-                e.append(_err((alias,), "not a field of kind: JumpStartModel (JumpStart picks the container and "
-                              "places it on instanceType)"))
-            if not jsm and alias in JSM_ONLY:
-                e.append(_err((alias,), "not a field of kind: InferenceEndpointConfig (JumpStartModel only)"))
-        if jsm:
-            if self.weight_cache.mode == "daemonset":
-                e.append(_err(("weightCache", "mode"),
-                              "daemonset needs spec.kubernetes, which kind: JumpStartModel does not have"))
-            for key, value in (self.env or {}).items():
-                if not isinstance(value, str):
-                    e.append(_err(("env", key), "kind: JumpStartModel takes only string values (no valueFrom)"))
-            if len(self.env or {}) > prod_facts.JSM_ENV_MAX:
-                e.append(_err(("env",), f"kind: JumpStartModel takes at most {prod_facts.JSM_ENV_MAX} variables"))
-        e += self._placement_rules(jsm)
-        e += [_err(loc, msg) for loc, msg in self.request_limit_findings(warn=False)]
-        e += self._pod_rules(jsm)
-        if self.runtime == "custom" and not self.image:
-            e.append(_err(("image",), "required with runtime: custom"))
-        if self.runtime == "custom" and not self.port:
-            e.append(_err(("port",), "required with runtime: custom"))
-        if self.command is not None and not jsm and self.runtime != "custom":
-            e.append(_err(("command",), "only with runtime: custom (the runtime preset sets the command)"))
-        if self.health_check_path is not None and self.load_balancer and self.load_balancer.health_check_path:
-            e.append(_err(("loadBalancer", "healthCheckPath"), "give the health check path once: healthCheckPath or "
-                          "loadBalancer.healthCheckPath"))
-        e += self._trigger_rules()
-        irs = self.intelligent_routing_spec
-        if self.auto_scaling_spec is not None and irs is not None and irs.auto_scaling_spec is not None:
-            e.append(_err(("intelligentRoutingSpec", "autoScalingSpec"),
-                          "give autoscaling once: autoScalingSpec or intelligentRoutingSpec.autoScalingSpec"))
-        runtime = self.effective_runtime
-        if self.kv_cache_spec is not None and runtime in ("tgi", "sglang"):
-            e.append(_err(("kvCacheSpec",), f"not supported with runtime: {runtime} (the operator's KV cache is "
-                          "LMCache in vLLM)"))
-        e += self._preset_conflicts(runtime)
-        dc = self.data_capture
-        if dc and dc.sagemaker_endpoint and dc.sagemaker_endpoint.enabled and not self.sagemaker_endpoint_name:
-            e.append(_err(("sagemakerEndpointName",),
-                          "required by dataCapture.sagemakerEndpoint (tier 1 captures at the SageMaker endpoint)"))
-        if self.verify and not self.sagemaker_endpoint_name:
-            e.append(_err(("sagemakerEndpointName",), "required by verify (it invokes the SageMaker endpoint)"))
-        if self.weight_cache.mode == "daemonset" and source == "fsx" and not self.model.fsx.node_path:  # type: ignore[union-attr]
-            e.append(_err(("model", "fsx", "nodePath"),
-                          "required with weightCache.mode: daemonset (the agent copies from the node's FSx mount)"))
-        if self.weight_cache.mode == "operator" and source == "huggingface":
-            e.append(_err(("weightCache", "mode"),
-                          "operator mode caches S3/FSx/JumpStart sources; for a Hugging Face model use daemonset"))
-        if self.weight_cache.mode == "operator":
-            facts = self.instance
-            if facts is None or not facts.nvme:
-                e.append(_err(("weightCache", "mode"), "operator mode needs instances with instance-store NVMe (the "
-                              "operator's cache does not support EBS-only instances); "
-                              f"{', '.join(self.placement_types() or ['the placement'])} is not known to have it"))
-        if self.spec_overrides:
-            for path, key in prod_facts.override_conflicts(self.spec_overrides, self.kind):
-                e.append(_err(("specOverrides", *path),
-                              f"spec.{prod_facts.dotted(path)} is written or modelled by the library; use {key}"))
-        _raise_all(type(self), e)
+        """Every rule of the endpoint (:data:`ENDPOINT_RULES`): all their problems in one error."""
+        _raise_all(type(self), [problem for rule in ENDPOINT_RULES for problem in rule(self)])
         return self
 
-    def _placement_rules(self, jsm: bool) -> list[InitErrorDetails]:
-        e: list[InitErrorDetails] = []
-        placed = [k for k, v in (("instanceType", self.instance_type), ("instanceTypes", self.instance_types),
-                                 ("nodeAffinity", self.node_affinity)) if v is not None]
-        if not placed:
-            e.append(_err(("instanceType",), "give exactly one of instanceType, instanceTypes, nodeAffinity"
-                          if not jsm else "required with kind: JumpStartModel"))
-        for key in placed[1:]:
-            e.append(_err((key,), f"exclusive with {placed[0]} (give exactly one of instanceType, instanceTypes, "
-                          "nodeAffinity)"))
-        unknown = list(self._unknown_instance_types())
-        e += [_err(loc, msg, value) for loc, msg, value in unknown]
-        if jsm or not placed:
-            return e
-        facts = self.instance
-        res = self.resources
-        gpus_given = res is not None and (res.gpus is not None or any(
-            k in prod_facts.EXTENDED_RESOURCES for k in {**(res.requests or {}), **(res.limits or {})}))
-        if facts is None and not gpus_given and not unknown:
-            types = self.placement_types()
-            why = (f"{types[0]} has no accelerator facts in the instance table" if types and len(types) == 1 else
-                   "the candidate instance types do not all agree on their accelerators (or one has no facts)"
-                   if types else "nodeAffinity does not restrict node.kubernetes.io/instance-type in every required "
-                   "term")
-            e.append(_err(("resources", "gpus"), f"required: {why}; give the accelerator count (0 for none)"))
-        if facts is not None and facts.accelerator == "neuron" and self.effective_runtime != "custom":
-            e.append(_err(("runtime",), "Neuron instances need runtime: custom with a Neuron image (the presets are "
-                          "CUDA images)"))
-        if facts is not None and res is not None and res.detailed:
-            named = {**(res.requests or {}), **(res.limits or {})}
-            wrong = prod_facts.NEURON if facts.accelerator == "nvidia" else prod_facts.NVIDIA_GPU
-            if wrong in named:
-                e.append(_err(("resources", "requests" if wrong in (res.requests or {}) else "limits"),
-                              f"{wrong} does not exist on {', '.join(self.placement_types() or [])} "
-                              f"({facts.accelerator} accelerators)"))
-        return e
-
-    def _preset_conflicts(self, runtime: str | None) -> list[InitErrorDetails]:
-        e: list[InitErrorDetails] = []
-        if runtime in ("vllm", "sglang"):
-            for i, arg in enumerate(self.args or []):
-                flag = prod_facts.preset_flag(arg)
-                if flag:
-                    e.append(_err(("args", i), f"{flag} is set by the {runtime} preset; use the config key "
-                                  f"{prod_facts.PRESET_FLAGS[flag]} instead", arg))
-        if runtime == "tgi":
-            for key in self.env or {}:
-                if key in prod_facts.TGI_PRESET_ENV:
-                    e.append(_err(("env", key), f"{key} is set by the tgi preset; use the config key "
-                                  f"{prod_facts.TGI_PRESET_ENV[key]} instead"))
-        return e
-
-    def _unknown_instance_types(self) -> list[tuple[Loc, str, str]]:
-        """Placement values that are no known cluster instance type (HyperPod labels its nodes with the ``ml.*``
-        type), each with its path and the nearest known type."""
-        found: list[tuple[Loc, str]] = []
-        if self.instance_type:
-            found.append((("instanceType",), self.instance_type))
-        for i, value in enumerate(self.instance_types or []):
-            found.append((("instanceTypes", i), value))
-        if self.node_affinity is not None:
-            for loc, value in self.node_affinity.instance_type_values():
-                found.append((("nodeAffinity", *loc), value))
-        out = []
-        for loc, value in found:
-            if value in instance_table.KNOWN_TYPES:
-                continue
-            guess = instance_table.nearest_known(value)
-            hint = f"; did you mean {guess}?" if guess else " (HyperPod nodes carry ml.* instance types)"
-            out.append((loc, f"{value} is not a known HyperPod cluster instance type{hint}", value))
-        return out
-
-    def request_limit_findings(self, *, warn: bool) -> list[tuple[Loc, str]]:
-        """Worker requests the instance cannot give (``warn=False``: refusals) or that come within 10% of it
-        (``warn=True``). With several candidate types the smallest decides; the node keeps its reserve
-        (``facts.instances.allocatable``)."""
-        res = self.resources
-        types = [t for t in self.placement_types() or [] if t in instance_table.INSTANCES]
-        facts = instance_table.smallest(types) if not self.is_jumpstart else None
-        if facts is None or (res is None and self.pd_spec is None):
-            return []
-        which = types[0] if len(types) == 1 else f"the smallest candidate ({', '.join(types)})"
-        out: list[tuple[Loc, str]] = []
-        resource, count = self.accelerators
-        given = res is not None and (res.gpus is not None or any(
-            k in prod_facts.EXTENDED_RESOURCES[:2] for k in {**(res.requests or {}), **(res.limits or {})}))
-        if not warn and given and res is not None and count > facts.count:
-            loc: Loc = ("resources", "gpus") if res.gpus is not None else (
-                "resources", "limits" if resource in (res.limits or {}) else "requests", resource)
-            out.append((loc, f"{count} {resource} requested, and {which} has {facts.count}: the pod never "
-                             "schedules"))
-        limits = instance_table.allocatable(facts)
-        if limits is None:
-            return out
-        asked: list[tuple[str, tuple[Loc, str | int] | None]] = [(name, self._request(name))
-                                                                  for name in ("cpu", "memory")]
-        pd = self.pd_spec
-        for role, spec in (("prefillSpec", pd.prefill_spec), ("decodingSpec", pd.decoding_spec)) if pd else ():
-            rr = spec.resources
-            for name in ("cpu", "memory", *prod_facts.EXTENDED_RESOURCES[:2]):
-                for part, values in (("requests", rr.requests if rr else None), ("limits", rr.limits if rr else None)):
-                    if values and name in values:
-                        asked.append((name, (("pdSpec", role, "resources", part, name), values[name])))
-                        break
-        for name, found in asked:
-            if found is None:
-                continue
-            loc, value = found
-            if name in prod_facts.EXTENDED_RESOURCES:
-                if not warn and prod_facts.quantity_value(value) > facts.count:
-                    out.append((loc, f"{value} {name} requested, and {which} has {facts.count}: the pod never "
-                                     "schedules"))
-                continue
-            limit = limits[0] if name == "cpu" else limits[1]
-            amount = prod_facts.quantity_value(value)
-            shown = f"{limit:.2f} CPUs" if name == "cpu" else f"{limit / 2**30:.1f}Gi"
-            reserve = ("after the node's reserve (kube-reserved and the eviction threshold of the EKS AMI; "
-                       "docs/safe-defaults.md)")
-            if amount > limit and not warn:
-                out.append((loc, f"{value} is more than {which} can give a pod: {shown} {reserve}"))
-            elif warn and instance_table.NEAR_LIMIT_SHARE * limit < amount <= limit:
-                out.append((loc, f"{value} is within 10% of what {which} can give a pod ({shown} {reserve}); "
-                                 "DaemonSets on the node request from the same share, so the pod may not schedule"))
-        return out
-
-    def _request(self, name: str) -> tuple[Loc, str | int] | None:
-        """The worker's request of ``cpu`` / ``memory`` and its path (a limit alone is the request)."""
-        res = self.resources
-        if res is None:
-            return None
-        short = res.cpu if name == "cpu" else res.memory
-        if short is not None:
-            return ("resources", name), short
-        if name in (res.requests or {}):
-            return ("resources", "requests", name), (res.requests or {})[name]
-        if name in (res.limits or {}):
-            return ("resources", "limits", name), (res.limits or {})[name]
-        return None
-
-    @property
-    def served_port(self) -> int:
-        """The container port the model server listens on (``port``, else the runtime preset's)."""
-        preset = PRESETS.get(self.effective_runtime or "")
-        return self.port or (preset.port if preset else 8080)
-
-    def _trigger_rules(self) -> list[InitErrorDetails]:
-        """A CloudWatch trigger on a namespace whose metrics exist only per dimensions must name them
-        (``facts.metrics.TRIGGER_DIMENSIONS``): without, KEDA never gets a value and the endpoint never scales."""
-        e: list[InitErrorDetails] = []
-        for loc, trigger in trigger_locations(self):
-            if isinstance(trigger, CloudWatchTrigger):
-                problem = metric_facts.trigger_dimensions_problem(
-                    trigger.namespace, [d.name for d in trigger.dimensions or ()],
-                    endpoint_name=self.sagemaker_endpoint_name, namespace_k8s=self.namespace, name=self.name)
-                if problem:
-                    e.append(_err((*loc, "dimensions"), problem))
-        return e
-
-    def _pod_rules(self, jsm: bool) -> list[InitErrorDetails]:
-        """Probe ports the container serves; SageMaker's tag rules."""
-        e: list[InitErrorDetails] = []
-        if self.probes is not None and not jsm:
-            name = self.port_name or "http"
-            for key, probe in (("livenessProbe", self.probes.liveness_probe),
-                               ("readinessProbe", self.probes.readiness_probe),
-                               ("startupProbe", self.probes.startup_probe)):
-                if probe is None:
-                    continue
-                for handler, action in (("httpGet", probe.http_get), ("tcpSocket", probe.tcp_socket),
-                                        ("grpc", probe.grpc)):
-                    if action is None or action.port in (self.served_port, name):
-                        continue
-                    e.append(_err(("probes", key, handler, "port"), f"the container serves port {self.served_port} "
-                                  f"(named {name}); a probe on {action.port!r} finds nothing there and never "
-                                  "succeeds", action.port))
-        seen: dict[str, int] = {}
-        for i, tag in enumerate(self.tags or []):
-            if tag.name in seen:
-                e.append(_err(("tags", i, "name"), f"duplicate tag key {tag.name!r} (also tags[{seen[tag.name]}]); "
-                              "SageMaker refuses repeated keys"))
-            seen.setdefault(tag.name, i)
-        return e
-
+    # what the rules, the warnings and the stack read -------------------------------------------------------------
     def placement_types(self) -> list[str] | None:
         """The instance types the endpoint may land on, or None when the placement does not say."""
         if self.instance_type:
@@ -642,4 +251,278 @@ class Endpoint(Strict):
     def effective_runtime(self) -> str | None:
         return None if self.is_jumpstart else (self.runtime or "vllm")
 
+    @property
+    def served_port(self) -> int:
+        """The container port the model server listens on (``port``, else the runtime preset's)."""
+        preset = PRESETS.get(self.effective_runtime or "")
+        return self.port or (preset.port if preset else 8080)
 
+    def request_limit_findings(self, *, warn: bool) -> list[tuple[Loc, str]]:
+        """Worker requests the instance cannot give (``warn=False``: refusals) or that come within 10% of it
+        (``warn=True``), the worker's and the prefill / decode pods' (:func:`.resources.instance_fit_findings`)."""
+        if self.is_jumpstart:
+            return []
+        pd = self.pd_spec
+        roles = [("prefillSpec", pd.prefill_spec.resources), ("decodingSpec", pd.decoding_spec.resources)] if pd else []
+        return instance_fit_findings(self.resources, roles, self.placement_types() or [], self.accelerators, warn=warn)
+
+
+# -------------------------------------------------------------------------------------------- the rules of one endpoint
+def values_hold_no_token(ep: Endpoint) -> Problems:
+    """A value anywhere in the endpoint (``env``, ``args``, ``command``, ``specOverrides``, ``tags``,
+    ``verify.payload``, annotations, labels, ... every string it holds) that looks like a Hugging Face token would
+    land in the template, the manifests, a stack output or a handler's logs in clear text: refused, pointing at
+    ``model.huggingface.token``. (The loader checks the whole file, every section, the same way.)"""
+    for loc, message in safety.token_shaped(ep.model_dump(by_alias=True, exclude_none=True)):
+        yield _err(loc, message)
+
+
+def fsx_path_without_dot_segments(ep: Endpoint) -> Problems:
+    """``model.fsx.path`` is the folder the NVMe agent copies from under ``nodePath`` (and the operator's
+    ``modelLocation``): a ``.`` or ``..`` segment may spell the file system's root or a folder outside it (``/..``
+    under ``/fsx`` is the node's root directory), so the path must be written without them. Repeated and trailing
+    slashes are harmless and normalized where the path is used."""
+    fsx = ep.model.fsx
+    if fsx is not None and any(part in (".", "..") for part in fsx.path.split("/")):
+        yield _err(("model", "fsx", "path"), "must not contain '.' or '..' segments (a folder of the file system, "
+                                             "written as an absolute path from its root)")
+
+
+def source_fits_the_kind(ep: Endpoint) -> Problems:
+    """A JumpStartModel takes a jumpstart source, and only it takes one."""
+    source = ep.model.kind
+    if ep.is_jumpstart and source != "jumpstart":
+        yield _err(("model", source), "kind: JumpStartModel takes only a jumpstart source")
+    if not ep.is_jumpstart and source == "jumpstart":
+        yield _err(("model", "jumpstart"), "a jumpstart source needs kind: JumpStartModel")
+
+
+def fields_of_the_kind(ep: Endpoint) -> Problems:
+    """Keys only the other kind has (:data:`IEC_ONLY`, :data:`JSM_ONLY`) are refused, naming the kind."""
+    aliases = {name: (info.alias or name) for name, info in type(ep).model_fields.items()}
+    for name in sorted(ep.model_fields_set):
+        alias = aliases[name]
+        if getattr(ep, name) is None:
+            continue
+        if ep.is_jumpstart and alias in IEC_ONLY:
+            yield _err((alias,), "not a field of kind: JumpStartModel (JumpStart picks the container and places it on "
+                                 "instanceType)")
+        if not ep.is_jumpstart and alias in JSM_ONLY:
+            yield _err((alias,), "not a field of kind: InferenceEndpointConfig (JumpStartModel only)")
+
+
+def jumpstart_spec_limits(ep: Endpoint) -> Problems:
+    """A JumpStartModel has no ``spec.kubernetes`` (so no daemonset cache) and takes a few plain environment
+    variables."""
+    if not ep.is_jumpstart:
+        return
+    if ep.weight_cache.mode == "daemonset":
+        yield _err(("weightCache", "mode"), "daemonset needs spec.kubernetes, which kind: JumpStartModel does not have")
+    for key, value in (ep.env or {}).items():
+        if not isinstance(value, str):
+            yield _err(("env", key), "kind: JumpStartModel takes only string values (no valueFrom)")
+    if len(ep.env or {}) > prod_facts.JSM_ENV_MAX:
+        yield _err(("env",), f"kind: JumpStartModel takes at most {prod_facts.JSM_ENV_MAX} variables")
+
+
+def _placed(ep: Endpoint) -> list[str]:
+    """The placement keys given, of instanceType, instanceTypes, nodeAffinity."""
+    return [k for k, v in (("instanceType", ep.instance_type), ("instanceTypes", ep.instance_types),
+                           ("nodeAffinity", ep.node_affinity)) if v is not None]
+
+
+def one_placement(ep: Endpoint) -> Problems:
+    """Exactly one of instanceType, instanceTypes, nodeAffinity (a JumpStartModel: instanceType)."""
+    placed = _placed(ep)
+    if not placed:
+        yield _err(("instanceType",), "give exactly one of instanceType, instanceTypes, nodeAffinity"
+                   if not ep.is_jumpstart else "required with kind: JumpStartModel")
+    for key in placed[1:]:
+        yield _err((key,), f"exclusive with {placed[0]} (give exactly one of instanceType, instanceTypes, "
+                           "nodeAffinity)")
+
+
+def known_instance_types(ep: Endpoint) -> Problems:
+    """Every instance type of the placement is a known HyperPod cluster instance type (a typo gets the nearest)."""
+    for loc, message, value in unknown_instance_types(ep.instance_type, ep.instance_types, ep.node_affinity):
+        yield _err(loc, message, value)
+
+
+def accelerators_known(ep: Endpoint) -> Problems:
+    """The worker's accelerator count comes from the instance table, or from ``resources`` when the candidate types
+    have no facts or disagree."""
+    if ep.is_jumpstart or not _placed(ep):
+        return
+    res = ep.resources
+    gpus_given = res is not None and (res.gpus is not None or any(
+        k in prod_facts.EXTENDED_RESOURCES for k in {**(res.requests or {}), **(res.limits or {})}))
+    if ep.instance is None and not gpus_given \
+            and not unknown_instance_types(ep.instance_type, ep.instance_types, ep.node_affinity):
+        types = ep.placement_types()
+        why = (f"{types[0]} has no accelerator facts in the instance table" if types and len(types) == 1 else
+               "the candidate instance types do not all agree on their accelerators (or one has no facts)"
+               if types else "nodeAffinity does not restrict node.kubernetes.io/instance-type in every required "
+               "term")
+        yield _err(("resources", "gpus"), f"required: {why}; give the accelerator count (0 for none)")
+
+
+def neuron_needs_custom_runtime(ep: Endpoint) -> Problems:
+    """The runtime presets are CUDA images: Neuron instances need a custom one."""
+    if ep.is_jumpstart or not _placed(ep):
+        return
+    facts = ep.instance
+    if facts is not None and facts.accelerator == "neuron" and ep.effective_runtime != "custom":
+        yield _err(("runtime",), "Neuron instances need runtime: custom with a Neuron image (the presets are CUDA "
+                                 "images)")
+
+
+def accelerator_resource_exists(ep: Endpoint) -> Problems:
+    """Requests and limits name the accelerator the instance has (no nvidia.com/gpu on Trainium, nor the reverse)."""
+    if ep.is_jumpstart or not _placed(ep):
+        return
+    facts = ep.instance
+    res = ep.resources
+    if facts is not None and res is not None and res.detailed:
+        named = {**(res.requests or {}), **(res.limits or {})}
+        wrong = prod_facts.NEURON if facts.accelerator == "nvidia" else prod_facts.NVIDIA_GPU
+        if wrong in named:
+            yield _err(("resources", "requests" if wrong in (res.requests or {}) else "limits"),
+                       f"{wrong} does not exist on {', '.join(ep.placement_types() or [])} "
+                       f"({facts.accelerator} accelerators)")
+
+
+def requests_fit_the_instance(ep: Endpoint) -> Problems:
+    """Worker requests the instance cannot give a pod (:meth:`Endpoint.request_limit_findings`)."""
+    for loc, message in ep.request_limit_findings(warn=False):
+        yield _err(loc, message)
+
+
+def probes_on_the_served_port(ep: Endpoint) -> Problems:
+    """A probe's port is the port the model server serves, or its name."""
+    if ep.probes is None or ep.is_jumpstart:
+        return
+    name = ep.port_name or "http"
+    for key, probe in (("livenessProbe", ep.probes.liveness_probe), ("readinessProbe", ep.probes.readiness_probe),
+                       ("startupProbe", ep.probes.startup_probe)):
+        if probe is None:
+            continue
+        for handler, action in (("httpGet", probe.http_get), ("tcpSocket", probe.tcp_socket), ("grpc", probe.grpc)):
+            if action is None or action.port in (ep.served_port, name):
+                continue
+            yield _err(("probes", key, handler, "port"), f"the container serves port {ep.served_port} (named {name}); "
+                       f"a probe on {action.port!r} finds nothing there and never succeeds", action.port)
+
+
+def tag_keys_unique(ep: Endpoint) -> Problems:
+    """SageMaker refuses repeated tag keys."""
+    seen: dict[str, int] = {}
+    for i, tag in enumerate(ep.tags or []):
+        if tag.name in seen:
+            yield _err(("tags", i, "name"), f"duplicate tag key {tag.name!r} (also tags[{seen[tag.name]}]); "
+                                            "SageMaker refuses repeated keys")
+        seen.setdefault(tag.name, i)
+
+
+def custom_runtime_complete(ep: Endpoint) -> Problems:
+    """runtime: custom names its image and port; only it takes a command."""
+    if ep.runtime == "custom" and not ep.image:
+        yield _err(("image",), "required with runtime: custom")
+    if ep.runtime == "custom" and not ep.port:
+        yield _err(("port",), "required with runtime: custom")
+    if ep.command is not None and not ep.is_jumpstart and ep.runtime != "custom":
+        yield _err(("command",), "only with runtime: custom (the runtime preset sets the command)")
+
+
+def health_check_path_once(ep: Endpoint) -> Problems:
+    if ep.health_check_path is not None and ep.load_balancer and ep.load_balancer.health_check_path:
+        yield _err(("loadBalancer", "healthCheckPath"), "give the health check path once: healthCheckPath or "
+                                                        "loadBalancer.healthCheckPath")
+
+
+def triggers_name_their_dimensions(ep: Endpoint) -> Problems:
+    """A CloudWatch trigger on a namespace whose metrics exist only per dimensions must name them
+    (``facts.metrics.TRIGGER_DIMENSIONS``): without, KEDA never gets a value and the endpoint never scales."""
+    for loc, trigger in trigger_locations(ep):
+        if isinstance(trigger, CloudWatchTrigger):
+            problem = metric_facts.trigger_dimensions_problem(
+                trigger.namespace, [d.name for d in trigger.dimensions or ()],
+                endpoint_name=ep.sagemaker_endpoint_name, namespace_k8s=ep.namespace, name=ep.name)
+            if problem:
+                yield _err((*loc, "dimensions"), problem)
+
+
+def autoscaling_once(ep: Endpoint) -> Problems:
+    irs = ep.intelligent_routing_spec
+    if ep.auto_scaling_spec is not None and irs is not None and irs.auto_scaling_spec is not None:
+        yield _err(("intelligentRoutingSpec", "autoScalingSpec"),
+                   "give autoscaling once: autoScalingSpec or intelligentRoutingSpec.autoScalingSpec")
+
+
+def kv_cache_with_vllm(ep: Endpoint) -> Problems:
+    """The operator's KV cache is LMCache in vLLM."""
+    runtime = ep.effective_runtime
+    if ep.kv_cache_spec is not None and runtime in ("tgi", "sglang"):
+        yield _err(("kvCacheSpec",), f"not supported with runtime: {runtime} (the operator's KV cache is LMCache in "
+                                     "vLLM)")
+
+
+def preset_settings_left_to_the_preset(ep: Endpoint) -> Problems:
+    """Flags and variables a runtime preset sets are given by their config keys, not repeated in args / env."""
+    runtime = ep.effective_runtime
+    if runtime in ("vllm", "sglang"):
+        for i, arg in enumerate(ep.args or []):
+            flag = prod_facts.preset_flag(arg)
+            if flag:
+                yield _err(("args", i), f"{flag} is set by the {runtime} preset; use the config key "
+                                        f"{prod_facts.PRESET_FLAGS[flag]} instead", arg)
+    if runtime == "tgi":
+        for key in ep.env or {}:
+            if key in prod_facts.TGI_PRESET_ENV:
+                yield _err(("env", key), f"{key} is set by the tgi preset; use the config key "
+                                         f"{prod_facts.TGI_PRESET_ENV[key]} instead")
+
+
+def sagemaker_endpoint_when_used(ep: Endpoint) -> Problems:
+    """Tier-1 capture and verify go through the SageMaker endpoint: they need its name."""
+    dc = ep.data_capture
+    if dc and dc.sagemaker_endpoint and dc.sagemaker_endpoint.enabled and not ep.sagemaker_endpoint_name:
+        yield _err(("sagemakerEndpointName",),
+                   "required by dataCapture.sagemakerEndpoint (tier 1 captures at the SageMaker endpoint)")
+    if ep.verify and not ep.sagemaker_endpoint_name:
+        yield _err(("sagemakerEndpointName",), "required by verify (it invokes the SageMaker endpoint)")
+
+
+def weight_cache_fits(ep: Endpoint) -> Problems:
+    """The daemonset cache copies an FSx model from the node's mount; the operator's cache takes S3, FSx and
+    JumpStart sources on instances with instance-store NVMe."""
+    mode, source = ep.weight_cache.mode, ep.model.kind
+    if mode == "daemonset" and source == "fsx" and not ep.model.fsx.node_path:  # type: ignore[union-attr]
+        yield _err(("model", "fsx", "nodePath"),
+                   "required with weightCache.mode: daemonset (the agent copies from the node's FSx mount)")
+    if mode == "operator" and source == "huggingface":
+        yield _err(("weightCache", "mode"),
+                   "operator mode caches S3/FSx/JumpStart sources; for a Hugging Face model use daemonset")
+    if mode == "operator":
+        facts = ep.instance
+        if facts is None or not facts.nvme:
+            yield _err(("weightCache", "mode"), "operator mode needs instances with instance-store NVMe (the "
+                       "operator's cache does not support EBS-only instances); "
+                       f"{', '.join(ep.placement_types() or ['the placement'])} is not known to have it")
+
+
+def spec_overrides_leave_library_paths(ep: Endpoint) -> Problems:
+    """specOverrides may not write what the library writes or models."""
+    for path, key in prod_facts.override_conflicts(ep.spec_overrides, ep.kind) if ep.spec_overrides else ():
+        yield _err(("specOverrides", *path), f"spec.{prod_facts.dotted(path)} is written or modelled by the library; "
+                                             f"use {key}")
+
+
+#: Every rule of one endpoint, in the order its problems are reported.
+ENDPOINT_RULES: tuple[Callable[[Endpoint], Problems], ...] = (
+    values_hold_no_token, fsx_path_without_dot_segments, source_fits_the_kind, fields_of_the_kind,
+    jumpstart_spec_limits, one_placement, known_instance_types, accelerators_known, neuron_needs_custom_runtime,
+    accelerator_resource_exists, requests_fit_the_instance, probes_on_the_served_port, tag_keys_unique,
+    custom_runtime_complete, health_check_path_once, triggers_name_their_dimensions, autoscaling_once,
+    kv_cache_with_vllm, preset_settings_left_to_the_preset, sagemaker_endpoint_when_used, weight_cache_fits,
+    spec_overrides_leave_library_paths,
+)

@@ -10,15 +10,14 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
 from .base import (
+    CrdPaths,
     DnsLabel,
+    NoCrd,
     Strict,
-    _err,
     _raise_all,
 )
 from .capture import Capture
@@ -28,45 +27,8 @@ from .domain import Domain
 from .endpoint import Endpoint
 from .observability import Observability
 from .operator import Manifests, Operator
-from .production import (
-    CrdPaths,
-    NoCrd,
-)
-from .suggest import line_errors, nearest
-from .warnings import WARNING_IDS
-
-
-class WarningAcknowledgment(Strict):
-    """One warning acknowledged on purpose (``acknowledgeWarnings``)."""
-
-    crd_paths: ClassVar[CrdPaths] = {
-        "id": NoCrd("the config's own warnings"),
-        "endpoint": NoCrd("the config's own warnings"),
-        "reason": NoCrd("the config's own warnings"),
-    }
-    id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    """The warning's ID, e.g. unpinned (one of the IDs in docs/safe-defaults.md)."""
-    endpoint: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-                                               max_length=127)] | None = None
-    """<namespace>/<name> of the endpoint it is acknowledged for; absent = everywhere."""
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=1024, pattern=r"\S")]
-    """Why the warning does not apply (required; shown by validate and at synth)."""
-
-    @field_validator("id")
-    @classmethod
-    def _known_id(cls, v: str) -> str:
-        if v not in WARNING_IDS:
-            guess = nearest(v, sorted(WARNING_IDS))
-            hint = f"; did you mean {guess}?" if guess else f" (known: {', '.join(sorted(WARNING_IDS))})"
-            raise PydanticCustomError("warning_id", "not a warning ID{hint}", {"hint": hint})
-        return v
-
-    @model_validator(mode="after")
-    def _endpoint_for_endpoint_warnings(self) -> WarningAcknowledgment:
-        if self.endpoint is not None and WARNING_IDS.get(self.id) == "config":
-            _raise_all(type(self), [_err(("endpoint",), f"{self.id} is a warning about the whole config, not about "
-                                         "one endpoint; leave endpoint out")])
-        return self
+from .suggest import line_errors
+from .warnings import WarningAcknowledgment
 
 
 # ------------------------------------------------------------------------------------------------------------- config

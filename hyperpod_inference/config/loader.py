@@ -125,7 +125,7 @@ def _problems(err: ValidationError, key_lines: Mapping[str, int] | None = None) 
             continue
         msg = item["msg"]
         if item["type"] == "extra_forbidden":
-            msg = unknown_key_message(loc)
+            msg = unknown_key_message(HyperPodConfig, loc)
         if item["type"] == "string_pattern_mismatch":
             pattern = (item.get("ctx") or {}).get("pattern", "")
             msg = f"must be {PATTERN_DESCRIPTIONS[pattern]}" if pattern in PATTERN_DESCRIPTIONS else msg

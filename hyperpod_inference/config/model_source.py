@@ -18,20 +18,22 @@ from ..facts import safety as safety_rules
 from .base import (
     AbsolutePath,
     BucketName,
+    CrdPaths,
     DnsSubdomain,
+    JsmRoleArn,
+    NoCrd,
     Strict,
+    Text,
     _at,
     _literal_prefix,
     _safe_host_path,
-)
-from .production import (
-    AdditionalConfig,
-    CrdPaths,
-    JsmRoleArn,
-    JumpStartModelVersion,
-    NoCrd,
     crd,
+    crd_required,
 )
+
+JumpStartModelVersion = Annotated[str, StringConstraints(
+    pattern=prod_facts.JUMPSTART_MODEL_VERSION, min_length=prod_facts.JUMPSTART_MODEL_VERSION_LENGTH[0],
+    max_length=prod_facts.JUMPSTART_MODEL_VERSION_LENGTH[1])]
 
 
 # ------------------------------------------------------------------------------------------------------------- models
@@ -141,6 +143,13 @@ class FsxSource(Strict):
     """Let the operator copy the weights before the worker starts."""
 
     _safe_node_path = field_validator("node_path")(_safe_host_path)
+
+
+class AdditionalConfig(Strict):
+    name: Text = crd_required("name")
+    """Setting name."""
+    value: Annotated[str, StringConstraints(max_length=1024)] = crd_required("value")
+    """Setting value."""
 
 
 class JumpStartSource(Strict):

@@ -2,14 +2,17 @@
 
 YAML keys are camelCase (the operator's vocabulary); Python attributes are snake_case. Unknown keys are errors.
 Field-level rules (patterns, ranges, enums) sit on the fields; rules that span fields are named functions
-(:mod:`.cross_rules` for the file, the models' own validators within a section) that report every problem with its
-own path, so a config with five mistakes shows five lines.
+(:mod:`.cross_rules` for the file, :data:`.endpoint.ENDPOINT_RULES` for one endpoint, the models' own validators
+within a part) that report every problem with its own path, so a config with five mistakes shows five lines.
 
-This module re-exports every section's models under the names they always had:
-:mod:`.base` (``Strict`` and the common field types), :mod:`.cluster` (``Env``, ``Cluster``), :mod:`.operator`
-(``Operator``, ``Manifests``), :mod:`.capture` (``Capture`` and the ``dataCapture`` tiers), :mod:`.domain`
-(``Domain``), :mod:`.model_source` (``ModelSource`` and its sources), :mod:`.endpoint` (``Endpoint``, ``Resources``,
-``WeightCache``, ``Verify``), :mod:`.file` (``HyperPodConfig``, ``WarningAcknowledgment``).
+The modules stand in layers, each importing only its own layer and those below (tests/config/test_import_graph.py):
+:mod:`.base` (``Strict``, the CRD-path helpers and the shared field types) at the bottom; the sections and the
+operator's fields by concept above it (:mod:`.cluster`, :mod:`.operator`, :mod:`.capture`, :mod:`.domain`,
+:mod:`.observability`, :mod:`.model_source`, :mod:`.autoscaling`, :mod:`.placement`, :mod:`.routing`,
+:mod:`.probes`, :mod:`.resources`, :mod:`.worker_env`, :mod:`.metrics_tags`, :mod:`.prefill_decode`, :mod:`.cache`,
+:mod:`.verify`); :mod:`.endpoint` above its parts; the rules above the sections (:mod:`.cross_rules`, the warnings'
+:mod:`.warning_rules` and their registry :mod:`.warnings`); :mod:`.file` (``HyperPodConfig``) above the rules.
+This module re-exports the models under the names they always had.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .base import (
     RoleArn,
     Strict,
 )
+from .cache import WeightCache
 from .capture import (
     Capture,
     CaptureAnalyticsSettings,
@@ -38,8 +42,8 @@ from .capture import (
 )
 from .cluster import Cluster, Env
 from .domain import Domain
-from .endpoint import IEC_ONLY, JSM_ONLY, Endpoint, EnvName, InstanceType, Resources, Verify, WeightCache
-from .file import HyperPodConfig, WarningAcknowledgment
+from .endpoint import IEC_ONLY, JSM_ONLY, Endpoint
+from .file import HyperPodConfig
 from .model_source import (
     FsxSource,
     HfToken,
@@ -50,6 +54,11 @@ from .model_source import (
     S3Source,
 )
 from .operator import Manifests, Operator
+from .placement import InstanceType
+from .resources import Resources
+from .verify import Verify
+from .warnings import WarningAcknowledgment
+from .worker_env import EnvName
 
 __all__ = [
     "IEC_ONLY", "JSM_ONLY", "AbsolutePath", "BucketName", "Capture", "CaptureAnalyticsSettings", "CaptureModes",

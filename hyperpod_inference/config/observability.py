@@ -7,19 +7,14 @@ Defaults: one CloudWatch dashboard per stack; no alarms unless ``alarms`` names 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..facts import alarms as alarm_facts
 from ..facts import metrics as facts
-from .base import _err, _raise_all
-from .production import CrdPaths, NoCrd, _Strict
-from .warnings import ConfigWarning, endpoint_rule
-
-if TYPE_CHECKING:
-    from .models import Endpoint, HyperPodConfig
+from .base import CrdPaths, NoCrd, Strict, _err, _raise_all
 
 #: Documented defaults of the alarm thresholds.
 DEFAULT_ERROR_RATE_PERCENT = 5.0
@@ -60,7 +55,7 @@ LatencyMs = Annotated[int, Field(ge=1, le=3_600_000)]
 NoInvocationsMinutes = Annotated[int, Field(ge=5, le=1440, multiple_of=5)]
 
 
-class Alarms(_Strict):
+class Alarms(Strict):
     """Where alarms go and their default thresholds; absent = no alarms."""
 
     crd_paths: ClassVar[CrdPaths] = _aws_side("sns_topic_arn", "create_topic", "subscriptions", "error_rate_percent",
@@ -107,7 +102,7 @@ class Alarms(_Strict):
                 if isinstance(s, alarm_facts.Subscription)]
 
 
-class Observability(_Strict):
+class Observability(Strict):
     """CloudWatch dashboards, alarms and Amazon Managed Prometheus rules made from the endpoints."""
 
     crd_paths: ClassVar[CrdPaths] = _aws_side("dashboard", "alarms", "prometheus_workspace_arn")
@@ -124,7 +119,7 @@ class Observability(_Strict):
         return self.dashboard or self.alarms is not None or self.prometheus_workspace_arn is not None
 
 
-class EndpointAlarms(_Strict):
+class EndpointAlarms(Strict):
     """One endpoint's alarm tuning; unset values use observability.alarms."""
 
     crd_paths: ClassVar[CrdPaths] = _aws_side("enabled", "error_rate_percent", "p99_latency_ms",
@@ -138,26 +133,3 @@ class EndpointAlarms(_Strict):
     """The p99 latency threshold for this endpoint (milliseconds)."""
     no_invocations_minutes: NoInvocationsMinutes | None = None
     """Opt-in no-invocations alarm for this endpoint (minutes, multiple of 5)."""
-
-
-@endpoint_rule("alarmsUnused")
-def _alarms_unused(endpoint: Endpoint, config: HyperPodConfig | None) -> list[ConfigWarning]:
-    if endpoint.alarms is None or config is None:
-        return []
-    obs = config.observability
-    if obs.alarms is None and obs.prometheus_workspace_arn is None:
-        return [ConfigWarning("alarmsUnused", "alarms", "has no effect: observability has neither alarms nor "
-                              "prometheusWorkspaceArn")]
-    return []
-
-
-@endpoint_rule("alarmsNeedEndpointName")
-def _alarms_need_endpoint_name(endpoint: Endpoint, config: HyperPodConfig | None) -> list[ConfigWarning]:
-    if endpoint.alarms is None or config is None:
-        return []
-    obs = config.observability
-    if obs.alarms is not None and endpoint.sagemaker_endpoint_name is None and endpoint.alarms.enabled:
-        return [ConfigWarning("alarmsNeedEndpointName", "alarms", "CloudWatch alarms read AWS/SageMaker metrics by "
-                              "endpoint name: this endpoint has no sagemakerEndpointName, so only Prometheus "
-                              "alerting rules (with prometheusWorkspaceArn) watch it")]
-    return []

@@ -16,14 +16,12 @@ from ..facts import production as prod_facts
 from ..facts import rules
 from .base import (
     BucketName,
+    CrdPaths,
+    NoCrd,
     RoleArn,
     Strict,
     _err,
     _raise_all,
-)
-from .production import (
-    CrdPaths,
-    NoCrd,
 )
 
 

@@ -124,12 +124,11 @@ def with_suggestions(model: type[BaseModel], err: ValidationError) -> Validation
     return ValidationError.from_exception_data(model.__name__, out)
 
 
-def unknown_key_message(loc: tuple[Any, ...]) -> str:
-    """The message for an unknown key at ``loc``: not a field, the nearest field name when one is close."""
-    from .models import HyperPodConfig
-
+def unknown_key_message(root: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """The message for an unknown key at ``loc`` of ``root`` (the whole file's model): not a field, the nearest field
+    name when one is close."""
     key = loc[-1] if loc else ""
-    model = model_at(HyperPodConfig, loc)
+    model = model_at(root, loc)
     if model is None or not isinstance(key, str):
         return "unknown key (not a field of the config)"
     return unknown_key_text(key, _keys(model))

@@ -3,23 +3,80 @@ recognise it; the composition turns each into a CDK warning annotation (``<id>:<
 ``validate`` prints them (``--strict`` fails on them), and ``acknowledgeWarnings`` in the config acknowledges one with
 a reason (shown instead of the warning).
 
-Every warning ID has exactly one registered function: :func:`endpoint_rule` (one endpoint, paths relative to it) or
-:func:`config_rule` (the whole config, paths from the root), each given the ID it yields. Rules never raise:
-refusals are validation errors. The rules live beside the facts they read (:mod:`.production`, :mod:`.safety`) and
-here (those about the model source, capture and the operator's install); :data:`WARNING_IDS` lists them all once
-those modules are imported (importing :mod:`.models` does).
+The registry: :data:`ENDPOINT_WARNINGS` (one endpoint, paths relative to it) and :data:`CONFIG_WARNINGS` (the whole
+config, paths from the root) list every warning ID with its rule (:mod:`.warning_rules`), once, in the order the
+warnings are reported. Importing this module is enough to know every warning; a new one is a rule and a line here
+(and its row in docs/safe-defaults.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, ClassVar, Protocol
 
-if TYPE_CHECKING:
-    from .models import Endpoint, HyperPodConfig
+from pydantic import StringConstraints, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from . import warning_rules as rules
+from .base import CrdPaths, NoCrd, Strict, _err, _raise_all
+from .endpoint import Endpoint
+from .suggest import nearest
 
 ID_PREFIX = "hyperpod-inference:"
+
+EndpointRule = Callable[[Endpoint, rules.WholeConfig | None], Iterable[tuple[str, str]]]
+ConfigRule = Callable[[rules.WholeConfig], Iterable[tuple[str, str]]]
+
+#: Every warning about one endpoint: its ID and its rule.
+ENDPOINT_WARNINGS: tuple[tuple[str, EndpointRule], ...] = (
+    ("unpinned", rules.unpinned),
+    ("tokenInRuntime", rules.token_in_runtime),
+    ("fullCapture", rules.full_capture),
+    ("wholeBucket", rules.whole_bucket),
+    ("secretArnPartial", rules.secret_arn_partial),
+    ("shareAcrossNamespaces", rules.share_across_namespaces),
+    ("placementRegistration", rules.placement_registration),
+    ("replicasOutsideAutoscaling", rules.replicas_outside_autoscaling),
+    ("triggerSingleAndList", rules.trigger_single_and_list),
+    ("activationWithMinReplicas", rules.activation_with_min_replicas),
+    ("scaleToZeroVerify", rules.scale_to_zero_verify),
+    ("kvCacheCustomRuntime", rules.kv_cache_custom_runtime),
+    ("l2CacheRedisIgnored", rules.l2_cache_redis_ignored),
+    ("intelligentRouting", rules.intelligent_routing),
+    ("kvawareWithoutKvCache", rules.kvaware_without_kv_cache),
+    ("metricsPortUnserved", rules.metrics_port_unserved),
+    ("sagemakerFieldWithoutEndpoint", rules.sagemaker_field_without_endpoint),
+    ("deployTimeBeyondVerify", rules.deploy_time_beyond_verify),
+    ("weightCacheWithoutNvme", rules.weight_cache_without_nvme),
+    ("requestNearInstanceLimit", rules.request_near_instance_limit),
+    ("specOverridesUnchecked", rules.spec_overrides_unchecked),
+    ("alarmsUnused", rules.alarms_unused),
+    ("alarmsNeedEndpointName", rules.alarms_need_endpoint_name),
+)
+#: Every warning about the config outside its endpoints: its ID and its rule.
+CONFIG_WARNINGS: tuple[tuple[str, ConfigRule], ...] = (
+    ("chartFilesDependencies", rules.chart_files_dependencies),
+    ("apexDomain", rules.apex_domain),
+    ("addonVersionUnvalidated", rules.addon_version_unvalidated),
+    ("addonConfigurationOverrides", rules.addon_configuration_overrides),
+)
+
+
+def warning_ids(endpoint_warnings: Sequence[tuple[str, Any]], config_warnings: Sequence[tuple[str, Any]]
+                ) -> dict[str, str]:
+    """Every ID of the two tables -> "endpoint" or "config"; an ID listed twice is refused."""
+    ids: dict[str, str] = {}
+    for kind, table in (("endpoint", endpoint_warnings), ("config", config_warnings)):
+        for warning_id, _ in table:
+            if warning_id in ids:
+                raise ValueError(f"warning {warning_id} is registered twice")
+            ids[warning_id] = kind
+    return ids
+
+
+#: Every warning ID -> "endpoint" or "config" (which kind of rule yields it).
+WARNING_IDS: dict[str, str] = warning_ids(ENDPOINT_WARNINGS, CONFIG_WARNINGS)
 
 
 @dataclass(frozen=True)
@@ -33,67 +90,64 @@ class ConfigWarning:
         return f"{ID_PREFIX}{self.id}"
 
 
-EndpointRule = Callable[["Endpoint", "HyperPodConfig | None"], Iterable[ConfigWarning]]
-ConfigRule = Callable[["HyperPodConfig"], Iterable[ConfigWarning]]
-_ENDPOINT_RULES: list[tuple[str, EndpointRule]] = []
-_CONFIG_RULES: list[tuple[str, ConfigRule]] = []
-#: Every registered warning ID -> "endpoint" or "config" (which kind of rule yields it).
-WARNING_IDS: dict[str, str] = {}
-
-
-def _register(kind: str, warning_id: str) -> None:
-    if warning_id in WARNING_IDS:
-        raise ValueError(f"warning {warning_id} is registered twice")
-    WARNING_IDS[warning_id] = kind
-
-
-def endpoint_rule(warning_id: str) -> Callable[[EndpointRule], EndpointRule]:
-    """Register the rule of warning ``warning_id`` over one endpoint. ``config`` is None when the endpoint stands
-    alone (``add_endpoint`` on a construct without a config section for it)."""
-    _register("endpoint", warning_id)
-
-    def register(rule: EndpointRule) -> EndpointRule:
-        _ENDPOINT_RULES.append((warning_id, rule))
-        return rule
-
-    return register
-
-
-def config_rule(warning_id: str) -> Callable[[ConfigRule], ConfigRule]:
-    """Register the rule of warning ``warning_id`` over the whole config."""
-    _register("config", warning_id)
-
-    def register(rule: ConfigRule) -> ConfigRule:
-        _CONFIG_RULES.append((warning_id, rule))
-        return rule
-
-    return register
-
-
-def _checked(warning_id: str, found: Iterable[ConfigWarning]) -> Iterator[ConfigWarning]:
-    for w in found:
-        if w.id != warning_id:
-            raise AssertionError(f"the rule of warning {warning_id} yielded {w.id}")
-        yield w
-
-
-def endpoint_warnings(endpoint: Endpoint, config: HyperPodConfig | None = None) -> list[ConfigWarning]:
+def endpoint_warnings(endpoint: Endpoint, config: rules.WholeConfig | None = None) -> list[ConfigWarning]:
     """Every warning about one endpoint, paths relative to it."""
-    return [w for wid, rule in _ENDPOINT_RULES for w in _checked(wid, rule(endpoint, config))]
+    return [ConfigWarning(wid, path, message) for wid, rule in ENDPOINT_WARNINGS
+            for path, message in rule(endpoint, config)]
 
 
-def config_warnings(config: HyperPodConfig) -> list[ConfigWarning]:
+def config_warnings(config: rules.WholeConfig) -> list[ConfigWarning]:
     """Warnings about the config outside its endpoints, paths from the root."""
-    return [w for wid, rule in _CONFIG_RULES for w in _checked(wid, rule(config))]
+    return [ConfigWarning(wid, path, message) for wid, rule in CONFIG_WARNINGS for path, message in rule(config)]
 
 
 # --------------------------------------------------------------------------------------------- acknowledgments
+class WarningAcknowledgment(Strict):
+    """One warning acknowledged on purpose (``acknowledgeWarnings``)."""
+
+    crd_paths: ClassVar[CrdPaths] = {
+        "id": NoCrd("the config's own warnings"),
+        "endpoint": NoCrd("the config's own warnings"),
+        "reason": NoCrd("the config's own warnings"),
+    }
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    """The warning's ID, e.g. unpinned (one of the IDs in docs/safe-defaults.md)."""
+    endpoint: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                                               max_length=127)] | None = None
+    """<namespace>/<name> of the endpoint it is acknowledged for; absent = everywhere."""
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=1024, pattern=r"\S")]
+    """Why the warning does not apply (required; shown by validate and at synth)."""
+
+    @field_validator("id")
+    @classmethod
+    def _known_id(cls, v: str) -> str:
+        if v not in WARNING_IDS:
+            guess = nearest(v, sorted(WARNING_IDS))
+            hint = f"; did you mean {guess}?" if guess else f" (known: {', '.join(sorted(WARNING_IDS))})"
+            raise PydanticCustomError("warning_id", "not a warning ID{hint}", {"hint": hint})
+        return v
+
+    @model_validator(mode="after")
+    def _endpoint_for_endpoint_warnings(self) -> WarningAcknowledgment:
+        if self.endpoint is not None and WARNING_IDS.get(self.id) == "config":
+            _raise_all(type(self), [_err(("endpoint",), f"{self.id} is a warning about the whole config, not about "
+                                         "one endpoint; leave endpoint out")])
+        return self
+
+
+class AcknowledgingConfig(rules.WholeConfig, Protocol):
+    """A whole config with its ``acknowledgeWarnings``."""
+
+    @property
+    def acknowledge_warnings(self) -> Sequence[WarningAcknowledgment]: ...
+
+
 def endpoint_ref(endpoint: Any) -> str:
     """How ``acknowledgeWarnings[].endpoint`` names an endpoint: ``<namespace>/<name>``."""
     return f"{endpoint.namespace}/{endpoint.name}"
 
 
-def acknowledgment(config: HyperPodConfig | None, warning_id: str, endpoint: Any = None) -> str | None:
+def acknowledgment(config: AcknowledgingConfig | None, warning_id: str, endpoint: Any = None) -> str | None:
     """The reason the config gives for ``warning_id`` (on ``endpoint``, or config-wide), or None.
 
     An acknowledgment without ``endpoint`` covers the warning everywhere; one with it only on that endpoint."""
@@ -117,50 +171,10 @@ class Finding:
     reason: str | None
 
 
-def all_warnings(config: HyperPodConfig) -> list[Finding]:
+def all_warnings(config: AcknowledgingConfig) -> list[Finding]:
     """Every warning of a config (its endpoints' and its own), with paths from the root and acknowledgments."""
     out = [Finding(w, w.path, None, acknowledgment(config, w.id)) for w in config_warnings(config)]
     for i, ep in enumerate(config.endpoints):
         for w in endpoint_warnings(ep, config):
             out.append(Finding(w, f"endpoints[{i}].{w.path}", endpoint_ref(ep), acknowledgment(config, w.id, ep)))
     return out
-
-
-# ------------------------------------------------------------------------------------- model source and capture
-@endpoint_rule("unpinned")
-def _unpinned(endpoint: Endpoint, config: HyperPodConfig | None) -> Iterator[ConfigWarning]:
-    hf = endpoint.model.huggingface
-    if hf is not None and hf.commit_sha is None:
-        yield ConfigWarning("unpinned", "model.huggingface.commitSHA",
-                            "no commitSHA, so the deployment follows the Hub's main branch and is not reproducible; "
-                            "pin model.huggingface.commitSHA")
-
-
-@endpoint_rule("tokenInRuntime")
-def _token_in_runtime(endpoint: Endpoint, config: HyperPodConfig | None) -> Iterator[ConfigWarning]:
-    hf = endpoint.model.huggingface
-    if hf is not None and hf.token is not None and not hf.prefetch and endpoint.weight_cache.mode != "daemonset":
-        yield ConfigWarning("tokenInRuntime", "model.huggingface.prefetch",
-                            "with prefetch: false the operator also gives the Hugging Face token to the model server "
-                            "container; set prefetch: true to keep it in the init container")
-
-
-@endpoint_rule("fullCapture")
-def _full_capture(endpoint: Endpoint, config: HyperPodConfig | None) -> Iterator[ConfigWarning]:
-    pod = endpoint.data_capture.model_pod if endpoint.data_capture else None
-    if pod is not None and pod.enabled and pod.initial_sampling_percentage in (None, 100) \
-            and not pod.max_payload_size_kb:
-        yield ConfigWarning("fullCapture", "dataCapture.modelPod",
-                            "modelPod capture samples 100% of requests with no payload cap (maxPayloadSizeKB); every "
-                            "full request and response is stored")
-
-
-# ------------------------------------------------------------------------------------------- operator install
-@config_rule("chartFilesDependencies")
-def _chart_files_dependencies(config: HyperPodConfig) -> Iterator[ConfigWarning]:
-    op = config.operator
-    if op.install == "chart" and config.manifests.delivery == "files" and op.dependencies == "create":
-        yield ConfigWarning("chartFilesDependencies", "operator.dependencies",
-                            "install: chart with manifests.delivery: files: the ALB controller and KEDA Helm charts "
-                            "are not applied by the stack; install them into hyperpod-inference-system yourself "
-                            "(their IRSA roles are created)")

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..config.autoscaling import CloudWatchTrigger, PrometheusTrigger, trigger_locations
+from ..config.base import config_path
 from ..config.models import Endpoint
 from ..config.observability import (
     DEFAULT_ERROR_RATE_PERCENT,
@@ -18,7 +20,6 @@ from ..config.observability import (
     DEFAULT_P99_LATENCY_MS,
     Observability,
 )
-from ..config.production import CloudWatchTrigger, PrometheusTrigger, config_path, trigger_locations
 from ..facts.production import CLOUDWATCH_TRIGGER_DEFAULTS
 
 #: AWS's troubleshooting page for HyperPod model deployment (the project's own is docs/troubleshooting.md).

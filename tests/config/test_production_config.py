@@ -370,7 +370,7 @@ def test_descriptions_come_from_attribute_docstrings_when_the_schema_is_made_as_
     # field, a field redefined with a new docstring, a nested model and a field with no docstring
     from pydantic import BaseModel, ConfigDict, Field
 
-    from hyperpod_inference.config.production import _Strict, attribute_docstrings
+    from hyperpod_inference.config.base import Strict, attribute_docstrings
 
     def family(base: type[BaseModel]) -> type[BaseModel]:
         class Inner(base):  # type: ignore[misc, valid-type]
@@ -397,10 +397,10 @@ def test_descriptions_come_from_attribute_docstrings_when_the_schema_is_made_as_
         return Child
 
     class Pydantic(BaseModel):
-        model_config = ConfigDict(alias_generator=_Strict.model_config["alias_generator"], extra="forbid",
+        model_config = ConfigDict(alias_generator=Strict.model_config["alias_generator"], extra="forbid",
                                   use_attribute_docstrings=True)
 
-    ours, theirs = family(_Strict).model_json_schema(), family(Pydantic).model_json_schema()
+    ours, theirs = family(Strict).model_json_schema(), family(Pydantic).model_json_schema()
 
     # THEN every property and nested model has the description pydantic gives it, and none was read at class creation
     def descriptions(schema: dict) -> dict[str, object]:

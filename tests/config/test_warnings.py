@@ -45,10 +45,15 @@ def test_chart_install_with_files_delivery_warns_from_the_registry():
 
 
 def test_an_id_has_exactly_one_rule():
-    from hyperpod_inference.config.warnings import endpoint_rule
+    # GIVEN the registry's tables with an ID listed again, as an endpoint warning or as a config warning
+    from hyperpod_inference.config.warnings import CONFIG_WARNINGS, ENDPOINT_WARNINGS, warning_ids
 
-    with pytest.raises(ValueError, match="registered twice"):
-        endpoint_rule("unpinned")
+    again = [("unpinned", ENDPOINT_WARNINGS[0][1])]
+    # WHEN the IDs are collected THEN the second listing is refused
+    with pytest.raises(ValueError, match="warning unpinned is registered twice"):
+        warning_ids([*ENDPOINT_WARNINGS, *again], CONFIG_WARNINGS)
+    with pytest.raises(ValueError, match="warning unpinned is registered twice"):
+        warning_ids(ENDPOINT_WARNINGS, [*CONFIG_WARNINGS, *again])
 
 
 # --- acknowledgments --------------------------------------------------------------------------------------------
@@ -160,6 +165,41 @@ def test_every_warning_id_is_listed_in_the_safe_defaults_page():
     page = (REPO / "docs" / "safe-defaults.md").read_text()
     table = page.split("## Warning IDs", 1)[1]
     assert [wid for wid in WARNING_IDS if f"| `{wid}` |" not in table] == []
+
+
+def test_the_registry_alone_lists_every_warning_each_documented_and_every_rule_registered():
+    # GIVEN a fresh interpreter in which config/'s package imports nothing of its own (no loader, no models): only
+    # the registry module and what it imports itself
+    import json
+    import subprocess
+    import sys
+
+    code = ("import importlib.util, inspect, json, sys, types\n"
+            "spec = importlib.util.find_spec('hyperpod_inference.config')\n"
+            "package = types.ModuleType(spec.name)\n"
+            "package.__path__ = list(spec.submodule_search_locations)\n"
+            "sys.modules[spec.name] = package\n"
+            "from hyperpod_inference.config import warnings as registry\n"
+            "rules = sys.modules['hyperpod_inference.config.warning_rules']\n"
+            "print(json.dumps({'ids': registry.WARNING_IDS,\n"
+            "                  'listed': [r.__name__ for _, r in (*registry.ENDPOINT_WARNINGS, *registry.CONFIG_WARNINGS)],\n"
+            "                  'rules': [n for n, f in vars(rules).items() if inspect.isfunction(f)\n"
+            "                            and f.__module__ == rules.__name__],\n"
+            "                  'loaded': 'hyperpod_inference.config.file' in sys.modules}))\n")
+
+    # WHEN it imports the registry
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+
+    # THEN the registry knows every warning, as the whole package does, without the file's model being imported
+    assert found["ids"] == WARNING_IDS and not found["loaded"]
+    # AND every warning ID is documented in docs/safe-defaults.md's table, and every ID there is a warning
+    table = (REPO / "docs" / "safe-defaults.md").read_text().split("## Warning IDs", 1)[1]
+    documented = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
+    assert documented == set(found["ids"])
+    # AND every rule function is listed once: none is written and forgotten
+    assert sorted(found["listed"]) == sorted(found["rules"])
 
 
 def test_the_models_themselves_suggest_the_nearest_field():
