@@ -14,10 +14,11 @@ from typing import Any
 import cdk8s
 from constructs import Construct
 
-from ..assembly.plan import SecretRef, token_secret_ref
 from ..config.models import DataCapture, Endpoint, ModelPodCapture, SagemakerEndpointCapture
 from ..config.production import EnvFrom, dump
 from ..facts.production import NVIDIA_GPU
+from ..plan.cache import SecretRef
+from ..plan.endpoints import token_secret_ref
 from .overrides import apply_spec_overrides
 from .runtimes import MODEL_MOUNT, PRESETS, runtime_args, runtime_env
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..assembly.plan import TOKEN_KEY, token_names
 from ..config.models import Endpoint
+from ..plan.endpoints import TOKEN_KEY, token_names
 from .endpoint import MANAGED_BY
 
 ESO_API = "external-secrets.io/v1"

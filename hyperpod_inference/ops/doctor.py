@@ -5,7 +5,7 @@ Each check has an ID (``cluster.hyperpod``), and gives one :class:`Result` per r
 Only read calls are made (:class:`~hyperpod_inference.ops.aws.Aws` refuses any other); throttling and access denied
 make that one check ``skip``. The checks inside the cluster need a kubeconfig for it and skip without one; a
 kubeconfig that is there but wrong fails ``cluster.kubeconfig``. What the stack would create is read from the config's
-plan (:func:`~hyperpod_inference.assembly.plan.plan_config`), as the app builds it: stack ``stack_name`` holding one
+plan (:func:`~hyperpod_inference.plan.plan_config`), as the app builds it: stack ``stack_name`` holding one
 ``HyperPodInference`` of id ``Default``.
 
 "Nothing could be checked" is never a pass: a skipped :data:`REQUIRED_CHECKS` result (no credentials, an expired
@@ -21,14 +21,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from ..assembly import plan as plan_objects
-from ..assembly.plan import ConfigPlan, PlanContext, plan_config
 from ..config.loader import DEFAULT_STACK_NAME, ConfigError, load_yaml_text
 from ..config.models import HyperPodConfig
 from ..facts import instances, kubectl, naming
 from ..facts import operator as operator_facts
 from ..facts.rules import account_root_arn, arn_parts, eks_cluster_admin_policy_arn, role_name_from_arn
 from ..facts.versions import Version
+from ..plan import ConfigPlan, PlanContext, plan_config
+from ..plan import ownership as plan_objects
 from .aws import Aws, Skip
 from .kube import Kube, KubeUnavailable, default_kubeconfig
 from .text import one_line
@@ -669,7 +669,7 @@ OBJECT_KINDS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class PlannedObject(plan_objects.PlannedObject):
-    """A Kubernetes object the plan names (:func:`~hyperpod_inference.assembly.plan.planned_objects`), with where
+    """A Kubernetes object the plan names (:func:`~hyperpod_inference.plan.ownership.planned_objects`), with where
     the API serves it."""
 
     @classmethod
@@ -695,7 +695,7 @@ class PlannedObject(plan_objects.PlannedObject):
 
 
 def planned_objects(plan: ConfigPlan) -> list[PlannedObject]:
-    """The objects of ``plan`` doctor looks at (:func:`~hyperpod_inference.assembly.plan.planned_objects`)."""
+    """The objects of ``plan`` doctor looks at (:func:`~hyperpod_inference.plan.ownership.planned_objects`)."""
     return [PlannedObject.of(o) for o in plan_objects.planned_objects(plan)]
 
 
