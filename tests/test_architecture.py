@@ -84,6 +84,20 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"app.py"}),
     frozenset({"__main__.py", "__init__.py"}),
 )
+#: The plan's values handed to the parts that realize it, by module: each of their fields is read there.
+REALIZED_PLAN_VALUES: dict[str, tuple[str, ...]] = {
+    "plan/stack.py": ("StackPlan", "ConfigPlan"),
+    "plan/shared.py": ("SharedPlan", "SharedTokenSync", "WarmGroupPlan", "TriggerNeeds"),
+    "plan/endpoints.py": ("EndpointPlan", "TokenSyncPlan", "ReaderPlan", "AgentCodePlan", "VerifyPlan", "RolePlan",
+                          "ModelRead", "SecretRead"),
+    "plan/operator.py": ("OperatorPlan",),
+    "plan/capture.py": ("CapturePlan", "CaptureAnalyticsPlan"),
+    "plan/domain.py": ("DomainPlan",),
+    "plan/observability.py": ("ObservabilityPlan",),
+    "plan/context.py": ("NamespaceUnitPlan", "DeliveryPlan"),
+}
+#: Where the plan is realized: the composition, the constructs and the charts.
+REALIZERS = ("assembly", "inference.py", "constructs", "charts")
 #: The most modules one import circle may hold; a circle never spans two folders.
 MAX_CIRCLE = 4
 #: Folders whose circles are being taken apart on their own (config/: the base models' restructure); the circle rule
@@ -279,6 +293,26 @@ def circle_problems(graph: dict[str, set[str]], *, exempt: frozenset[str] = froz
     return problems
 
 
+def dataclass_fields(path: Path, name: str) -> list[str]:
+    """The fields (annotated names, ``ClassVar`` left out) of class ``name`` in ``path``."""
+    (cls,) = [n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == name]
+    return [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+            and "ClassVar" not in ast.unparse(n.annotation)]
+
+
+def unread_plan_fields(package_dir: Path, values: dict[str, tuple[str, ...]], realizers: tuple[str, ...]) -> list[str]:
+    """Every field of the plan's ``values`` that no module of ``realizers`` reads (as an attribute), as
+    ``Class.field``."""
+    read: set[str] = set()
+    for head in realizers:
+        target = package_dir / head
+        for path in ([target] if target.is_file() else sorted(target.rglob("*.py"))):
+            read |= {n.attr for n in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
+    return [f"{name}.{f}" for rel, names in values.items() for name in names
+            for f in dataclass_fields(package_dir / rel, name) if f not in read]
+
+
 def jsii_imports(package_dir: Path, rel: str) -> list[str]:
     """The CDK / jsii modules ``rel`` imports (directly), as ``file:line: target``."""
     path = package_dir / rel
@@ -344,6 +378,22 @@ def test_the_graph_checks_see_an_upward_import_and_each_kind_of_circle(tmp_path)
     # AND a small circle inside one folder is allowed, and an exempt folder's circle is not reported
     assert circle_problems({"a/x.py": {"a/y.py"}, "a/y.py": {"a/x.py"}}) == []
     assert circle_problems(graph, exempt=frozenset({"charts"})) == problems[:1]
+
+
+def test_every_field_of_the_plan_is_read_where_the_plan_is_realized():
+    # GIVEN the plan's values the composition, constructs and charts get (the shared plan's token syncs, gated
+    # namespaces and custom service accounts among them) / THEN each field is read there: the plan decides nothing
+    # that is recomputed or left unused
+    assert unread_plan_fields(PACKAGE_DIR, REALIZED_PLAN_VALUES, REALIZERS) == []
+
+
+def test_the_field_check_sees_a_field_nobody_reads(tmp_path):
+    root = _package(tmp_path, {
+        "plan/shared.py": "from dataclasses import dataclass\nfrom typing import ClassVar\n@dataclass(frozen=True)\n"
+                          "class SharedPlan:\n    KIND: ClassVar[str] = 'x'\n    warm: int\n    gated: tuple\n",
+        "assembly/operator_install.py": "def f(shared):\n    return shared.warm\n",
+    })
+    assert unread_plan_fields(root, {"plan/shared.py": ("SharedPlan",)}, ("assembly",)) == ["SharedPlan.gated"]
 
 
 def test_the_contract_covers_every_part_of_the_package():

@@ -140,9 +140,9 @@ class AwsSide:
     def grant_shared(self, shared: SharedPlan) -> None:
         """Once every endpoint is added: each token sync's role (made with the sync's first endpoint) reads its
         secret with every key an endpoint of the sync names."""
-        for sync in shared.token_syncs:
-            role = self._token_roles[sync.unit]
-            for grant in sync.grants:
+        for shared_sync in shared.token_syncs:
+            role = self._token_roles[shared_sync.sync.unit]
+            for grant in shared_sync.grants:
                 grant_secret_read(role, secret_arn=grant.secret_arn, kms_key_arn=grant.kms_key_arn)
 
     def service_account_role(self, scope: Construct, role: RolePlan) -> ServiceAccountRole:

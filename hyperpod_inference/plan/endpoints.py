@@ -113,7 +113,6 @@ class EndpointPlan:
     unit: str
     scope_key: str
     nested_stack: tuple[str, str | None] | None
-    base_depends_on: tuple[str, ...]
     depends_on: tuple[str, ...]
     token: SecretRef | None
     token_sync: TokenSyncPlan | None
@@ -228,7 +227,7 @@ def plan_endpoint(config: HyperPodConfig, endpoint: Endpoint, context: PlanConte
         verify = VerifyPlan(endpoint.sagemaker_endpoint_name, commands.default_payload(endpoint), v.content_type,
                             v.fail_deployment, v.show_response, v.timeout_minutes, f"Verify{naming.pascal(unit)}")
     return EndpointPlan(
-        endpoint=endpoint, unit=unit, scope_key=scope_key, nested_stack=nested, base_depends_on=base,
+        endpoint=endpoint, unit=unit, scope_key=scope_key, nested_stack=nested,
         depends_on=tuple(deps), token=token, token_sync=token_sync, reader=reader, cache=cache,
         agent_code=agent_code, s3_csi_read=s3_csi_read, captures=captures, alb_logs=alb_logs,
         gated_model_role=endpoint.is_jumpstart, verify=verify, outputs=endpoint_outputs(endpoint, context.region),

@@ -25,10 +25,6 @@ class SharedTokenSync:
     sync: TokenSyncPlan
     grants: tuple[SecretRead, ...]
 
-    @property
-    def unit(self) -> str:
-        return self.sync.unit
-
 
 @dataclass(frozen=True)
 class WarmGroupPlan:

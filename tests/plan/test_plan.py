@@ -91,9 +91,10 @@ def test_endpoints_naming_one_secret_share_one_token_sync_whose_role_reads_every
     # THEN both wait for one sync unit, whose role is one role for the sync (not per endpoint)
     assert pa.token_sync.unit == pb.token_sync.unit and pa.token_sync.unit in pa.depends_on
     assert pa.token_sync.role == pb.token_sync.role
-    assert [s.unit for s in plan.shared.token_syncs] == [pa.token_sync.unit]
+    (shared,) = plan.shared.token_syncs
+    assert shared.sync == pa.token_sync
     # AND the role reads the secret with each key
-    assert plan.shared.token_syncs[0].grants == (SecretRead(SECRET, KEY_A), SecretRead(SECRET, KEY_B))
+    assert shared.grants == (SecretRead(SECRET, KEY_A), SecretRead(SECRET, KEY_B))
     # AND the Secret the pods mount is the sync's, named under the stack's scope
     scope = PlanContext.of(config_with(a), stack_name="HyperPodInference").kubernetes_scope
     assert pa.token == pb.token and pa.token.name.startswith(f"{scope}-hf-token-")
