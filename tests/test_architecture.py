@@ -159,7 +159,7 @@ def imports_of(package_dir: Path, path: Path) -> list[Arrow]:
         elif isinstance(node, ast.ImportFrom):
             base = (_resolve_relative(module, is_init, node.level, node.module) if node.level
                     else node.module or "")
-            # ``from pkg import charts`` / ``from . import plan_commands`` import modules by name: each is an arrow
+            # ``from pkg import charts`` / ``from . import commands`` import modules by name: each is an arrow
             modules = [f"{base}.{a.name}" for a in node.names if a.name != "*"
                        and _is_module(package_dir, f"{base}.{a.name}")]
             arrows += [Arrow(source, node.lineno, target) for target in modules or [base]]
