@@ -22,8 +22,8 @@ from _common import REPO, machine, median, update_section
 sys.path.insert(0, str(REPO))
 from gen_config import config as fleet_config  # noqa: E402
 
-from hyperpod_inference.assembly.plan import PlanContext, plan_config  # noqa: E402
 from hyperpod_inference.config.loader import load_config  # noqa: E402
+from hyperpod_inference.plan import PlanContext, plan_config  # noqa: E402
 
 TARGET_MS = 500.0  # planning hyperpod.yaml in-process
 

@@ -14,7 +14,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for editors and type checkers; at run time ``__getattr__`` imports each name on first use
-    from .assembly.plan import EndpointPlan, PlanContext, plan_config, plan_endpoint, token_secret_ref
     from .charts.endpoint import EndpointChart, EndpointWiring, build_custom_resource
     from .charts.hf_token import external_secret_objects
     from .charts.nvme_cache import NvmeCache, NvmeCachePlan
@@ -33,6 +32,7 @@ if TYPE_CHECKING:  # for editors and type checkers; at run time ``__getattr__`` 
         TlsBucket,
     )
     from .inference import HyperPodInference, InferenceEndpoint
+    from .plan import EndpointPlan, PlanContext, plan_config, plan_endpoint, token_secret_ref
     from .stack import HyperPodInferenceStack
 
 # public name -> the module (relative to this package) that defines it
@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "HyperPodInferenceStack": ".stack",
     **dict.fromkeys(["EndpointChart", "EndpointWiring", "build_custom_resource"], ".charts.endpoint"),
     "external_secret_objects": ".charts.hf_token",
-    **dict.fromkeys(["EndpointPlan", "PlanContext", "plan_config", "plan_endpoint", "token_secret_ref"], ".assembly.plan"),
+    **dict.fromkeys(["EndpointPlan", "PlanContext", "plan_config", "plan_endpoint", "token_secret_ref"], ".plan"),
     **dict.fromkeys(["NvmeCache", "NvmeCachePlan"], ".charts.nvme_cache"),
     **dict.fromkeys(["OperatorChart", "OperatorChartProps"], ".charts.operator"),
     "DataCaptureStorage": ".constructs.data_capture",
@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
                      "TlsBucket"], ".constructs.operator"),
 }
 # modules whose names need no jsii kernel (everything else imports aws-cdk-lib or cdk8s)
-_CONFIG_ONLY = frozenset({".config", ".assembly.plan"})
+_CONFIG_ONLY = frozenset({".config", ".plan"})
 
 __all__ = [
     "ConfigError", "CustomDomain", "DataCaptureStorage", "DependencyAddons", "Endpoint", "EndpointChart", "EndpointPlan",

@@ -3,11 +3,13 @@
 Composition and order (deletion runs in reverse, so the operator outlives the resources it finalizes):
   dependency add-ons -> operator (add-on or chart) -> roles, service accounts, secrets -> custom resources.
 
-Every endpoint goes through :meth:`HyperPodInference.add_endpoint`, the config's endpoints included: its plan
-(``assembly.plan``, plain values), then its AWS side, then its charts from the plan plus the AWS values, then delivery.
-What depends on the whole set of endpoints (the shared agent code and warm DaemonSets, KEDA's grants, the add-on's
-``enableCustomServiceAccounts``, the gated-model role's trust, the output fold, size checks) is realized at synth from
-the plan of every endpoint added, so endpoints added after construction count.
+The plan (``hyperpod_inference.plan``, plain values) decides; this construct realizes it. The stack's own plan
+(operator, namespaces, capture, domain, delivery) is made at construction. Every endpoint goes through
+:meth:`HyperPodInference.add_endpoint`, the config's endpoints included: its plan, then its AWS side, then its charts
+from the plan plus the AWS values, then delivery. What depends on the whole set of endpoints (the shared plan: token
+syncs' grants, agent code and warm DaemonSets, KEDA's grants, the add-on's ``enableCustomServiceAccounts``, the
+gated-model role's trust; observability; the output fold, size checks) is realized at synth from the plan of every
+endpoint added, so endpoints added after construction count.
 """
 
 from __future__ import annotations
@@ -31,19 +33,10 @@ from .assembly import outputs, props
 from .assembly.aws_side import AwsSide
 from .assembly.delivery import ManifestDelivery, ManifestUnit
 from .assembly.homes import Homes
-from .assembly.kubernetes_side import KubernetesSide, namespace_units
+from .assembly.kubernetes_side import KubernetesSide, deliver_namespaces, legacy_namespaces
 from .assembly.limits import SizeLimits
 from .assembly.operator_install import OperatorInstall
-from .assembly.ownership import claim_objects, claim_operator, shared_object_problems
-from .assembly.plan import (
-    EndpointPlan,
-    PlanContext,
-    SharedPlan,
-    WarningPlan,
-    config_warning_plans,
-    plan_endpoint,
-    plan_shared,
-)
+from .assembly.ownership import claim_objects, claim_operator, cluster_identity, shared_object_problems
 from .config.loader import ConfigError, parse_config
 from .config.models import Endpoint, HyperPodConfig
 from .constructs.analytics import CaptureAnalytics
@@ -53,8 +46,12 @@ from .constructs.domain import CustomDomain
 from .constructs.endpoint_verification import EndpointVerification
 from .constructs.lazy import literal_stack_name, top_level_stack
 from .constructs.observability import InferenceObservability
-from .constructs.observed import observed_endpoints
 from .facts import naming
+from .plan import ConfigPlan, EndpointPlan, PlanContext, SharedPlan, StackPlan, plan_endpoint, plan_shared, plan_stack
+from .plan.context import namespace_unit_pairs, plan_namespaces
+from .plan.observability import plan_observability
+from .plan.shared import KEDA_TRIGGERS_ID
+from .plan.warnings import WarningPlan
 
 #: Context key: ``true`` applies the manifests onto objects that exist (adopting them) instead of creating them; only
 #: for the documented migrations that move a manifest with its objects retained (docs/fleets.md). Namespaces are
@@ -106,7 +103,8 @@ class HyperPodInference(Construct):
     ``domain`` (CustomDomain, once an endpoint has a domain name), ``endpoints`` (chart name -> InferenceEndpoint),
     ``custom_resources`` and ``manifest_resources`` (chart name -> custom resource / KubernetesManifest),
     ``observability`` (InferenceObservability: dashboards, alarms, Prometheus rules; set at synth), ``context``
-    (the plan's PlanContext).
+    (the plan's PlanContext), ``stack_plan`` (what the config decides for the whole stack), ``plan`` (the whole plan
+    realized, once every endpoint is added).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HyperPodConfig,
@@ -140,39 +138,43 @@ class HyperPodInference(Construct):
         self.name_scope = naming.name_scope(literal_stack_name(self), construct_id)
         self.kubernetes_scope = naming.kubernetes_scope(
             self.name_scope, top.stack_name, self.node.path[len(top.node.path):].lstrip("/"))
-        self._files = config.manifests.delivery == "files"
+        # The plan of the stack: every decision below is read from it.
+        legacy = legacy_namespaces(self)
+        self.context = PlanContext(
+            region=self.region, account=self.account, name_scope=self.name_scope,
+            kubernetes_scope=self.kubernetes_scope, files=config.manifests.delivery == "files",
+            stack_layout=config.stack_layout,
+            namespace_units=namespace_unit_pairs(plan_namespaces(config.namespaces, legacy=legacy)),
+            legacy_namespaces=legacy, alarm_topic=alarm_topic is not None)
+        self.stack_plan: StackPlan = plan_stack(config, self.context)
+        self._files = self.stack_plan.delivery.files
         self.delivery = ManifestDelivery(
-            cluster if not self._files else None, owner_labels=naming.owner_labels(self.kubernetes_scope),
+            cluster if not self._files else None, owner_labels=dict(self.stack_plan.delivery.owner_labels),
             adopt_existing=str(self.node.try_get_context(ADOPT_EXISTING_CONTEXT)).lower() == "true",
-            gitops=config.manifests.gitops if self._files else None)
+            gitops=self.stack_plan.delivery.gitops)
         self.homes = Homes(self, self.name_scope)
         self.endpoints: dict[str, InferenceEndpoint] = {}
         self._plans: list[EndpointPlan] = []
-        self._added: list[Endpoint] = []
         self._endpoint_outputs: list[outputs.EndpointOutputs] = []
         #: Where each endpoint's alarms go (its manifest's scope: a nested stack with perNamespace), by ns/name.
         self._alarm_scopes: dict[str, Construct] = {}
-        self._sealed = False
-        self._shared: SharedPlan | None = None
+        self._plan: ConfigPlan | None = None
 
-        claim_operator(self, config, cluster)
-        self.operator = OperatorInstall(self, config=config, oidc_provider_arn=self.oidc_provider_arn,
-                                        delivery=self.delivery, cluster=cluster, endpoints=self._added,
-                                        name_scope=self.name_scope, tls_bucket=tls_bucket,
+        claim_operator(self, self.stack_plan.operator, cluster)
+        self.operator = OperatorInstall(self, plan=self.stack_plan.operator, shared=lambda: self.shared,
+                                        oidc_provider_arn=self.oidc_provider_arn, delivery=self.delivery,
+                                        cluster=cluster, name_scope=self.name_scope, tls_bucket=tls_bucket,
                                         execution_role=execution_role)
         self.execution_role = self.operator.execution_role
         self.tls_bucket = self.operator.tls_bucket
         self.s3_csi_role = self.operator.s3_csi_role
-        units = namespace_units(self, self.delivery, list(config.namespaces))
-        self.context = PlanContext(
-            region=self.region, account=self.account, name_scope=self.name_scope,
-            kubernetes_scope=self.kubernetes_scope, files=self._files, stack_layout=config.stack_layout,
-            namespace_units=tuple(units.items()))
-        self.aws = AwsSide(self, config=config, context=self.context, oidc_provider_arn=self.oidc_provider_arn,
+        deliver_namespaces(self, self.delivery, self.stack_plan.namespaces)
+        self.aws = AwsSide(self, context=self.context, capture_plan=self.stack_plan.capture,
+                           domain_plan=self.stack_plan.domain, oidc_provider_arn=self.oidc_provider_arn,
                            operator=self.operator, capture_bucket=capture_bucket, capture_key=capture_key,
                            hosted_zone=hosted_zone, certificate=certificate)
         self.kubernetes = KubernetesSide(self.delivery, self.context, lambda: list(self.operator.dependencies))
-        self._report(config_warning_plans(config))
+        self._report(self.stack_plan.warnings)
         for endpoint in config.endpoints:
             self._add(endpoint)
         outputs.global_outputs(self, self.execution_role, self.tls_bucket.bucket_name)
@@ -203,11 +205,11 @@ class HyperPodInference(Construct):
         data = self.config.model_dump(by_alias=True, exclude_none=True)
         given = endpoint.model_dump(by_alias=True, exclude_none=True) if isinstance(endpoint, Endpoint) else \
             dict(endpoint) if isinstance(endpoint, Mapping) else endpoint
-        data["endpoints"] = [*(e.model_dump(by_alias=True, exclude_none=True) for e in self._added), given]
+        data["endpoints"] = [*(p.endpoint.model_dump(by_alias=True, exclude_none=True) for p in self._plans), given]
         try:
             parsed = parse_config(data, "add_endpoint").endpoints[-1]
         except ConfigError as err:
-            prefix = f"endpoints[{len(self._added)}]"
+            prefix = f"endpoints[{len(self._plans)}]"
             problems = [(p[len(prefix):].lstrip(".") or "<endpoint>", m) if p.startswith(prefix) else (p, m)
                         for p, m in err.problems]
             label = f"{given.get('namespace')}/{given.get('name')}" if isinstance(given, dict) else "<endpoint>"
@@ -215,7 +217,7 @@ class HyperPodInference(Construct):
         return endpoint if isinstance(endpoint, Endpoint) else parsed
 
     def _add(self, endpoint: Endpoint, scope: Construct | None = None) -> InferenceEndpoint:
-        if self._sealed:
+        if self._plan is not None:
             raise ValueError(f"add_endpoint({endpoint.namespace}/{endpoint.name}): the app was already synthesized "
                              "(or its manifests read); add every endpoint before that")
         # 1. the plan: plain values, no jsii
@@ -225,7 +227,6 @@ class HyperPodInference(Construct):
             scope = self.homes.nested_stack(*plan.nested_stack) if plan.nested_stack is not None else self
         home = self.homes.home(plan.scope_key)
         self._plans.append(plan)
-        self._added.append(endpoint)
         self._alarm_scopes[plan.label] = scope
         # 2. the AWS side: roles, grants, capture, domain
         aws = self.aws.realize(plan, scope, home)
@@ -252,34 +253,38 @@ class HyperPodInference(Construct):
                 annotations.add_info(f"{w.annotation_id} acknowledged ({w.reason}): {w.where}: {w.message}")
 
     # ------------------------------------------------------------------------------------------------ at synth
-    def _seal(self) -> SharedPlan:
-        """Once every endpoint is added (at synth, or when the manifests are first read): the pieces the plan of
-        every endpoint shares (token syncs' grants, agent code, warm DaemonSets), then the ownership claim. No
-        endpoint can be added after this. Returns what the endpoints share."""
-        if self._shared is not None:
-            return self._shared
-        self._sealed = True
-        shared = self._shared = plan_shared(self._plans)
+    def _seal(self) -> ConfigPlan:
+        """Once every endpoint is added (at synth, or when the manifests are first read): the plan of what every
+        endpoint's plan shares and of the observability over them, then the shared pieces (token syncs' grants,
+        agent code, warm DaemonSets) and the ownership claim. No endpoint can be added after this. Returns the whole
+        plan realized."""
+        if self._plan is not None:
+            return self._plan
+        endpoints = tuple(self._plans)
+        shared = plan_shared(endpoints)
+        self._plan = ConfigPlan(self.context, self.stack_plan, endpoints, shared, plan_observability(
+            self.config.observability, (p.endpoint for p in endpoints), alarm_topic=self.context.alarm_topic))
         self.aws.grant_shared(shared)
         homes = {code.unit: self.homes.namespace_home(code.namespace, code.home) for code, _ in shared.agent_code}
         homes.update({g.unit: self.homes.home(g.scope_key) for g in shared.warm_groups})
         self.kubernetes.realize_shared(shared, homes)
-        claim_objects(self)
-        return shared
+        claim_objects(self, cluster_identity(self.stack_plan.operator.eks_cluster_name, self.cluster, self.account,
+                                             self.region), (u.delivered for u in self.delivery.units.values()))
+        return self._plan
 
     def _finalize(self) -> None:
         """At synth, once every endpoint is added: the shared pieces, KEDA's trigger grants, observability, then
         the output fold."""
-        shared = self._seal()
+        plan = self._seal()
         if self.keda_triggers is None:
             roles = self.operator.dependency_roles
-            self.keda_triggers = KedaTriggerAccess(self, "KedaTriggers", needs=shared.keda, account=self.account,
+            self.keda_triggers = KedaTriggerAccess(self, KEDA_TRIGGERS_ID, needs=plan.shared.keda, account=self.account,
                                                    keda_role=roles.keda_role if roles is not None else None)
-        obs = self.config.observability
-        if self.observability is None and (obs.creates_anything or self._alarm_topic is not None):
+        obs = plan.observability
+        if self.observability is None and obs is not None:
             self.observability = InferenceObservability(
-                self, "Observability", scope_name=self.name_scope, region=self.region, settings=obs,
-                endpoints=observed_endpoints(self._added, obs), alarm_topic=self._alarm_topic,
+                self, obs.construct_id, scope_name=self.name_scope, region=self.region, settings=obs.settings,
+                endpoints=list(obs.endpoints), alarm_topic=self._alarm_topic,
                 alarm_scopes=self._alarm_scopes,
                 capture_bucket=self.capture.bucket_name if self.capture else None,
                 work_group=self.capture_analytics.work_group_name if self.capture_analytics else None)
@@ -309,6 +314,11 @@ class HyperPodInference(Construct):
     @property
     def shared(self) -> SharedPlan:
         """What the endpoints share (reading it seals this construct, as synth does: no endpoint can be added)."""
+        return self._seal().shared
+
+    @property
+    def plan(self) -> ConfigPlan:
+        """The whole plan this construct realizes (reading it seals this construct, as synth does)."""
         return self._seal()
 
     @property

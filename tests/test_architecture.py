@@ -8,22 +8,26 @@ against the table:
 |---|---|
 | facts/ | nothing of the package; the standard library only |
 | config/ | facts/ |
-| plan (assembly/plan.py, assembly/plan_commands.py) | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
-| constructs/ | facts/, config/, the plan's types |
-| charts/ | facts/, config/, the plan's types, nvme_agent/ |
+| plan/ | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
+| constructs/ | facts/, config/, plan/ |
+| charts/ | facts/, config/, plan/, nvme_agent/ |
 | ops/ (init.py, doctor/ (base, runner and one module per check family), policy_eval.py, aws.py, kube.py, cli.py,
   text.py) | facts/, config/, the plan; never aws_cdk, jsii, constructs or cdk8s |
-| composition (the rest of assembly/, inference.py, stack.py, app.py, __init__.py, __main__.py: each named in
-  ``MODULES``) | all |
+| composition (assembly/, inference.py, stack.py, app.py, __init__.py, __main__.py: each named in ``MODULES``) | all |
 | nvme_agent/, lambda/ | nothing of the package |
 
-The pure builders of the AWS side (``JSII_FREE``: dashboard layout, Prometheus rules, Grafana JSON, the observed
-endpoint values) import neither aws_cdk nor constructs, jsii or cdk8s, so they are tested without a jsii kernel.
+The pure builders of the AWS side (``JSII_FREE``: dashboard layout, Prometheus rules, Grafana JSON) import neither
+aws_cdk nor constructs, jsii or cdk8s, so they are tested without a jsii kernel.
+
+The import graph of the package (every module a node, every import an arrow, ``TYPE_CHECKING`` ones included) has
+no arrow running upward (``LAYERS``: a module imports only modules of its own layer or below) and no circle of more
+than ``MAX_CIRCLE`` modules or across folders.
 """
 
 from __future__ import annotations
 
 import ast
+import posixpath
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -33,12 +37,10 @@ import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "hyperpod_inference"
 
-#: The folders of the package that are parts of their own (``assembly`` holds the plan and the composition).
-PARTS = ("facts", "config", "constructs", "charts", "nvme_agent", "lambda", "ops")
+#: The folders of the package that are parts of their own (``assembly`` holds the composition).
+PARTS = ("facts", "config", "plan", "constructs", "charts", "nvme_agent", "lambda", "ops")
 COMPOSITION = "composition"
 PLAN = "plan"
-#: The plan's modules (relative to the package): pure, tested without jsii.
-PLAN_FILES = {"assembly/plan.py", "assembly/plan_commands.py"}
 ALLOWED: dict[str, set[str]] = {
     "facts": set(),
     "config": {"facts"},
@@ -60,17 +62,47 @@ MODULES: dict[str, set[str]] = {
             "ops/text.py", "ops/doctor/__init__.py", "ops/doctor/base.py", "ops/doctor/runner.py",
             "ops/doctor/account.py", "ops/doctor/cluster.py", "ops/doctor/kubernetes.py", "ops/doctor/operator.py",
             "ops/doctor/capture.py", "ops/doctor/domain.py", "ops/doctor/model.py"},
-    PLAN: PLAN_FILES,
+    PLAN: {"plan/__init__.py", "plan/cache.py", "plan/capture.py", "plan/commands.py", "plan/context.py",
+           "plan/domain.py", "plan/endpoints.py", "plan/observability.py", "plan/operator.py", "plan/outputs.py",
+           "plan/ownership.py", "plan/shared.py", "plan/stack.py", "plan/warnings.py"},
     COMPOSITION: {"__init__.py", "__main__.py", "app.py", "inference.py", "stack.py", "assembly/__init__.py",
                   "assembly/aws_side.py", "assembly/delivery.py", "assembly/homes.py", "assembly/kubernetes_side.py",
                   "assembly/limits.py", "assembly/operator_install.py", "assembly/outputs.py",
                   "assembly/ownership.py", "assembly/props.py", "assembly/review.py"},
 }
 #: Modules (relative to the package) that must not import the CDK or jsii.
-JSII_FREE = ("constructs/observed.py", "constructs/cloudwatch_layout.py", "constructs/prometheus_rules.py",
-             "constructs/grafana_dashboard.py")
+JSII_FREE = ("constructs/cloudwatch_layout.py", "constructs/prometheus_rules.py", "constructs/grafana_dashboard.py")
 JSII_MODULES = {"aws_cdk", "constructs", "jsii", "cdk8s", "cdk8s_plus_28", "cdk_nag"}
 _IMPORT_FUNCTIONS = {"import_module", "__import__"}
+#: The layers of the package, bottom first, by folder (or top-level module): a module imports modules of its own
+#: layer or below, never above (the parts table says which parts of one layer may import each other).
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"facts", "nvme_agent", "lambda"}),
+    frozenset({"config"}),
+    frozenset({"plan"}),
+    frozenset({"constructs", "charts", "ops"}),
+    frozenset({"assembly"}),
+    frozenset({"inference.py"}),
+    frozenset({"stack.py"}),
+    frozenset({"app.py"}),
+    frozenset({"__main__.py", "__init__.py"}),
+)
+#: The plan's values handed to the parts that realize it, by module: each of their fields is read there.
+REALIZED_PLAN_VALUES: dict[str, tuple[str, ...]] = {
+    "plan/stack.py": ("StackPlan", "ConfigPlan"),
+    "plan/shared.py": ("SharedPlan", "SharedTokenSync", "WarmGroupPlan", "TriggerNeeds"),
+    "plan/endpoints.py": ("EndpointPlan", "TokenSyncPlan", "ReaderPlan", "AgentCodePlan", "VerifyPlan", "RolePlan",
+                          "ModelRead", "SecretRead"),
+    "plan/operator.py": ("OperatorPlan",),
+    "plan/capture.py": ("CapturePlan", "CaptureAnalyticsPlan"),
+    "plan/domain.py": ("DomainPlan",),
+    "plan/observability.py": ("ObservabilityPlan",),
+    "plan/context.py": ("NamespaceUnitPlan", "DeliveryPlan"),
+}
+#: Where the plan is realized: the composition, the constructs and the charts.
+REALIZERS = ("assembly", "inference.py", "constructs", "charts")
+#: The most modules one import circle may hold; a circle never spans two folders.
+MAX_CIRCLE = 4
 
 
 @dataclass(frozen=True)
@@ -82,8 +114,6 @@ class Arrow:
 
 def part_of_file(package_dir: Path, path: Path) -> str:
     rel = path.relative_to(package_dir)
-    if rel.as_posix() in PLAN_FILES:
-        return PLAN
     return rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in PARTS else COMPOSITION
 
 
@@ -92,8 +122,6 @@ def part_of_module(package: str, dotted: str) -> str | None:
     names = dotted.split(".")
     if names[0] != package:
         return None
-    if "/".join(names[1:]) + ".py" in PLAN_FILES:
-        return PLAN
     return names[1] if len(names) > 1 and names[1] in PARTS else COMPOSITION
 
 
@@ -131,7 +159,7 @@ def imports_of(package_dir: Path, path: Path) -> list[Arrow]:
         elif isinstance(node, ast.ImportFrom):
             base = (_resolve_relative(module, is_init, node.level, node.module) if node.level
                     else node.module or "")
-            # ``from pkg import charts`` / ``from . import plan_commands`` import modules by name: each is an arrow
+            # ``from pkg import charts`` / ``from . import commands`` import modules by name: each is an arrow
             modules = [f"{base}.{a.name}" for a in node.names if a.name != "*"
                        and _is_module(package_dir, f"{base}.{a.name}")]
             arrows += [Arrow(source, node.lineno, target) for target in modules or [base]]
@@ -171,6 +199,117 @@ def violations(package_dir: Path) -> list[str]:
     return sorted(set(problems))
 
 
+def _module_file(package_dir: Path, dotted: str) -> str | None:
+    """The file (relative to the package) of the module ``dotted`` names, or of the module holding the name it
+    names; None outside the package."""
+    names = dotted.split(".")
+    if names[0] != package_dir.name:
+        return None
+    while names:
+        path = package_dir.parent.joinpath(*names)
+        for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+            if candidate.is_file():
+                return candidate.relative_to(package_dir).as_posix()
+        names.pop()
+    return None
+
+
+def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """Every module of the package (its file, relative to the package) -> the modules of the package it imports."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        rel = path.relative_to(package_dir).as_posix()
+        targets = {_module_file(package_dir, a.target) for a in imports_of(package_dir, path)}
+        graph[rel] = {t for t in targets if t is not None and t != rel}
+    return graph
+
+
+def layer_of(rel: str) -> int:
+    head = rel.split("/")[0]
+    return next(i for i, members in enumerate(LAYERS) if head in members)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module of a higher layer, as ``source -> target``."""
+    return sorted(f"{source} -> {target}" for source, targets in graph.items() for target in targets
+                  if layer_of(target) > layer_of(source))
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of the graph: each strongly connected component of more than one module, sorted (Tarjan's
+    algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return sorted(circles)
+
+
+def circle_problems(graph: dict[str, set[str]]) -> list[str]:
+    """Every circle of more than :data:`MAX_CIRCLE` modules or across folders, naming its modules."""
+    problems = []
+    for circle in import_circles(graph):
+        folders = {posixpath.dirname(m) for m in circle}
+        if len(folders) > 1:
+            problems.append(f"a circle across folders {sorted(folders)}: {', '.join(circle)}")
+        elif len(circle) > MAX_CIRCLE:
+            problems.append(f"a circle of {len(circle)} modules (at most {MAX_CIRCLE}): {', '.join(circle)}")
+    return problems
+
+
+def dataclass_fields(path: Path, name: str) -> list[str]:
+    """The fields (annotated names, ``ClassVar`` left out) of class ``name`` in ``path``."""
+    (cls,) = [n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == name]
+    return [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+            and "ClassVar" not in ast.unparse(n.annotation)]
+
+
+def unread_plan_fields(package_dir: Path, values: dict[str, tuple[str, ...]], realizers: tuple[str, ...]) -> list[str]:
+    """Every field of the plan's ``values`` that no module of ``realizers`` reads (as an attribute), as
+    ``Class.field``."""
+    read: set[str] = set()
+    for head in realizers:
+        target = package_dir / head
+        for path in ([target] if target.is_file() else sorted(target.rglob("*.py"))):
+            read |= {n.attr for n in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
+    return [f"{name}.{f}" for rel, names in values.items() for name in names
+            for f in dataclass_fields(package_dir / rel, name) if f not in read]
+
+
 def jsii_imports(package_dir: Path, rel: str) -> list[str]:
     """The CDK / jsii modules ``rel`` imports (directly), as ``file:line: target``."""
     path = package_dir / rel
@@ -191,14 +330,66 @@ def test_the_pure_builders_import_no_cdk_or_jsii():
 
 
 def test_the_jsii_free_check_catches_a_cdk_import(tmp_path):
-    root = _package(tmp_path, {"constructs/observed.py": "from aws_cdk import Duration\n"})
-    assert jsii_imports(root, "constructs/observed.py") == ["pkg/constructs/observed.py:1: aws_cdk"]
+    root = _package(tmp_path, {"constructs/cloudwatch_layout.py": "from aws_cdk import Duration\n"})
+    assert jsii_imports(root, "constructs/cloudwatch_layout.py") == ["pkg/constructs/cloudwatch_layout.py:1: aws_cdk"]
 
 
 def test_the_package_keeps_the_import_contract():
     # GIVEN every module of the package / WHEN its imports are read / THEN no arrow breaks the parts table
     assert PACKAGE_DIR.is_dir()
     assert violations(PACKAGE_DIR) == []
+
+
+def test_no_import_runs_upward():
+    # GIVEN the package's import graph / THEN every module imports only modules of its own layer or below (the
+    # plan never the composition, a part never the facade, the facade never the stack)
+    graph = import_graph(PACKAGE_DIR)
+    assert {layer_of(m) for m in graph}  # every module has a layer (a new folder must be placed in LAYERS)
+    assert upward_imports(graph) == []
+
+
+def test_no_import_circle_is_large_or_crosses_folders():
+    # GIVEN the package's import graph / THEN each circle of imports stays within one folder and holds at most
+    # MAX_CIRCLE modules
+    assert circle_problems(import_graph(PACKAGE_DIR)) == []
+
+
+def test_the_graph_checks_see_an_upward_import_and_each_kind_of_circle(tmp_path):
+    # GIVEN a package where a chart imports the composition, two folders import each other (through a
+    # TYPE_CHECKING import), and five modules of one folder import each other in a ring
+    ring = {f"charts/m{i}.py": f"from . import m{(i + 1) % 5}\n" for i in range(5)}
+    root = _package(tmp_path, {
+        **ring,
+        "charts/endpoint.py": "from ..assembly.plan import X\n",
+        "assembly/plan.py": "X = 1\n",
+        "assembly/ownership.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..inference import F\n",
+        "inference.py": "from .assembly.ownership import claim\n",
+    })
+    graph = import_graph(root)
+    # THEN the upward imports are named
+    assert upward_imports(graph) == ["assembly/ownership.py -> inference.py", "charts/endpoint.py -> assembly/plan.py"]
+    # AND so are the circle across folders and the circle of five
+    problems = circle_problems(graph)
+    assert problems == ["a circle across folders ['', 'assembly']: assembly/ownership.py, inference.py",
+                        "a circle of 5 modules (at most 4): " + ", ".join(sorted(ring))]
+    # AND a small circle inside one folder is allowed
+    assert circle_problems({"a/x.py": {"a/y.py"}, "a/y.py": {"a/x.py"}}) == []
+
+
+def test_every_field_of_the_plan_is_read_where_the_plan_is_realized():
+    # GIVEN the plan's values the composition, constructs and charts get (the shared plan's token syncs, gated
+    # namespaces and custom service accounts among them) / THEN each field is read there: the plan decides nothing
+    # that is recomputed or left unused
+    assert unread_plan_fields(PACKAGE_DIR, REALIZED_PLAN_VALUES, REALIZERS) == []
+
+
+def test_the_field_check_sees_a_field_nobody_reads(tmp_path):
+    root = _package(tmp_path, {
+        "plan/shared.py": "from dataclasses import dataclass\nfrom typing import ClassVar\n@dataclass(frozen=True)\n"
+                          "class SharedPlan:\n    KIND: ClassVar[str] = 'x'\n    warm: int\n    gated: tuple\n",
+        "assembly/operator_install.py": "def f(shared):\n    return shared.warm\n",
+    })
+    assert unread_plan_fields(root, {"plan/shared.py": ("SharedPlan",)}, ("assembly",)) == ["SharedPlan.gated"]
 
 
 def test_the_contract_covers_every_part_of_the_package():
@@ -244,7 +435,7 @@ def test_the_plan_never_loads_aws_cdk_or_jsii():
     # GIVEN a fresh interpreter / WHEN the plan is imported and the default config is planned
     printed, loaded = _jsii_loaded_after(
         "from hyperpod_inference.config.loader import load_config\n"
-        "from hyperpod_inference.assembly import plan\n"
+        "from hyperpod_inference import plan\n"
         "config = load_config('hyperpod.yaml')\n"
         "print(len(plan.plan_config(config, plan.PlanContext.of(config, stack_name='HyperPodInference')).endpoints))")
     # THEN every endpoint got a plan, and none of aws_cdk, jsii, constructs or cdk8s was loaded
@@ -299,11 +490,13 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     ({"ops/doctor.py": "from ..constructs import domain\n"}, "pkg/ops/doctor.py:1: ops -> pkg.constructs (constructs)"),
     ({"ops/doctor.py": "def f():\n    import aws_cdk\n"}, "pkg/ops/doctor.py:2: ops -> aws_cdk (never imported by ops)"),
     # the plan: facts and config only, never the CDK, never the rest of the composition
-    ({"assembly/plan.py": "import jsii\n"}, "pkg/assembly/plan.py:1: plan -> jsii (never imported by plan)"),
-    ({"assembly/plan.py": "from .delivery import ManifestDelivery\n"},
-     "pkg/assembly/plan.py:1: plan -> pkg.assembly.delivery (composition)"),
-    ({"assembly/plan_commands.py": "from ..charts import endpoint\n"},
-     "pkg/assembly/plan_commands.py:1: plan -> pkg.charts (charts)"),
+    ({"plan/endpoints.py": "import jsii\n"}, "pkg/plan/endpoints.py:1: plan -> jsii (never imported by plan)"),
+    ({"plan/endpoints.py": "from ..assembly.delivery import ManifestDelivery\n"},
+     "pkg/plan/endpoints.py:1: plan -> pkg.assembly.delivery (composition)"),
+    ({"plan/commands.py": "from ..charts import endpoint\n"},
+     "pkg/plan/commands.py:1: plan -> pkg.charts (charts)"),
+    ({"plan/stack.py": "from ..inference import HyperPodInference\n"},
+     "pkg/plan/stack.py:1: plan -> pkg.inference (composition)"),
     # constructs and charts may use the plan's types, never the rest of the composition
     ({"charts/endpoint.py": "from ..assembly.aws_side import AwsValues\n"},
      "pkg/charts/endpoint.py:1: charts -> pkg.assembly.aws_side (composition)"),
@@ -326,11 +519,11 @@ def test_the_checker_allows_every_arrow_the_table_allows(tmp_path):
         "charts/endpoint.py": "def f():\n    from ..nvme_agent import cli\n    from pkg.config import models\n",
         "nvme_agent/cli.py": "from . import spec\nimport boto3\n",
         "ops/doctor.py": "import boto3\nfrom ..config import models\nfrom ..facts import naming\n"
-                         "from ..assembly import plan\n",
-        "assembly/plan.py": "from ..config import models\nfrom . import plan_commands\n",
-        "assembly/plan_commands.py": "import shlex\nfrom ..facts import naming\n",
-        "charts/hf_token.py": "from ..assembly.plan import token_names\n",
-        "assembly/aws_side.py": "import aws_cdk\nfrom .plan import EndpointPlan\nfrom ..constructs import irsa\n",
+                         "from .. import plan\n",
+        "plan/endpoints.py": "from ..config import models\nfrom . import commands\n",
+        "plan/commands.py": "import shlex\nfrom ..facts import naming\n",
+        "charts/hf_token.py": "from ..plan.endpoints import token_names\n",
+        "assembly/aws_side.py": "import aws_cdk\nfrom ..plan.endpoints import EndpointPlan\nfrom ..constructs import irsa\n",
         "stack.py": "from .charts import endpoint\nfrom .constructs import operator\nfrom . import app\n",
         "app.py": "from .stack import X\n",
     })

@@ -9,7 +9,7 @@ from pathlib import Path
 from PIL import Image
 
 from hyperpod_inference.constructs import cloudwatch_layout as layout
-from hyperpod_inference.constructs.observed import ObservedEndpoint
+from hyperpod_inference.plan.observability import ObservedEndpoint
 from tests.docs.helpers import tool
 
 preview = tool("dashboard_preview")

@@ -1,5 +1,6 @@
 """The AWS side of a plan: IRSA roles and their grants, the capture bucket and keys, the domain, the post-deploy
-check. What the Kubernetes side needs of it comes back as :class:`AwsValues` (ARNs, URIs, IDs), never as constructs.
+check, each as the plan names it. What the Kubernetes side needs of it comes back as :class:`AwsValues` (ARNs, URIs,
+IDs in small frozen values), never as constructs.
 
 ``AwsSide`` is a helper of ``HyperPodInference``, not a construct of its own: its resources are children of that
 construct (or of the scope an endpoint is placed in), so their logical IDs stay ``DataCapture``, ``Domain``,
@@ -11,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_certificatemanager as acm
@@ -21,7 +21,6 @@ from aws_cdk import aws_route53 as route53
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from ..config.models import HyperPodConfig
 from ..constructs.analytics import CaptureAnalytics
 from ..constructs.data_capture import DataCaptureStorage
 from ..constructs.domain import CustomDomain
@@ -30,25 +29,44 @@ from ..constructs.irsa import ServiceAccountRef, ServiceAccountRole
 from ..constructs.lazy import is_unresolved
 from ..constructs.model_access import grant_model_read, grant_secret_read
 from ..facts import naming
+from ..plan.capture import CapturePlan
+from ..plan.context import PlanContext
+from ..plan.domain import DomainPlan
+from ..plan.endpoints import EndpointPlan, ModelRead, RolePlan
+from ..plan.shared import SharedPlan
 from . import outputs
 from .delivery import ManifestUnit
 from .operator_install import OperatorInstall
-from .plan import EndpointPlan, ModelRead, PlanContext, RolePlan, SharedPlan
 from .review import with_placeholders
+
+
+@dataclass(frozen=True)
+class CaptureValues:
+    """Where an endpoint's capture goes: the bucket's S3 URI (with the prefix) and the key that encrypts it."""
+
+    s3_uri: str
+    kms_key_id: str | None
+
+
+@dataclass(frozen=True)
+class DomainValues:
+    """What an endpoint's domain name needs: the certificate, the zone its records go to, and where the operator
+    writes the certificate it fetches."""
+
+    certificate_arn: str
+    hosted_zone_id: str | None
+    tls_output_s3_uri: str
 
 
 @dataclass(frozen=True)
 class AwsValues:
     """What one endpoint's Kubernetes side needs of its AWS side (strings may be deploy-time tokens with kubectl
-    delivery; role ARNs are literal with files delivery)."""
+    delivery; role ARNs are literal with files delivery): None where the plan needs none."""
 
     token_role_arn: str | None = None
     reader_role_arn: str | None = None
-    capture_s3_uri: str | None = None
-    capture_kms_key_id: str | None = None
-    certificate_arn: str | None = None
-    hosted_zone_id: str | None = None
-    tls_output_s3_uri: str | None = None
+    capture: CaptureValues | None = None
+    domain: DomainValues | None = None
 
 
 @dataclass(frozen=True)
@@ -68,13 +86,13 @@ class AwsSide:
     Attributes: ``capture`` (DataCaptureStorage, once an endpoint captures), ``capture_analytics``, ``domain``
     (CustomDomain, once an endpoint has a domain name)."""
 
-    def __init__(self, owner: Construct, *, config: HyperPodConfig, context: PlanContext, oidc_provider_arn: str,
-                 operator: OperatorInstall, capture_bucket: s3.IBucket | None = None,
-                 capture_key: kms.IKey | None = None, hosted_zone: route53.IHostedZone | None = None,
-                 certificate: acm.ICertificate | None = None) -> None:
+    def __init__(self, owner: Construct, *, context: PlanContext, capture_plan: CapturePlan | None,
+                 domain_plan: DomainPlan | None, oidc_provider_arn: str, operator: OperatorInstall,
+                 capture_bucket: s3.IBucket | None = None, capture_key: kms.IKey | None = None,
+                 hosted_zone: route53.IHostedZone | None = None, certificate: acm.ICertificate | None = None) -> None:
         self.owner = owner
-        self.config = config
         self.context = context
+        self.capture_plan, self.domain_plan = capture_plan, domain_plan
         self.oidc_provider_arn = oidc_provider_arn
         self.operator = operator
         self.stack = cdk.Stack.of(owner)
@@ -92,38 +110,40 @@ class AwsSide:
     def realize(self, plan: EndpointPlan, scope: Construct, home: Construct) -> AwsEndpoint:
         """The AWS side of ``plan``: its roles in ``scope`` (a token sync's in ``home``, its stack's home, on first
         use), their grants (a token sync's: :meth:`grant_shared`), the operator's grants, capture and domain."""
-        self.operator.endpoint_added(plan.endpoint)
+        self.operator.endpoint_added(plan.gated_model_role)
         token_role = reader_role = None
+        token_role_arn = reader_role_arn = None
         new_sync = False
-        values: dict[str, Any] = {}
         if plan.token_sync is not None:
             sync = plan.token_sync
             token_role = self._token_roles.get(sync.unit)
             new_sync = token_role is None
             if token_role is None:
                 token_role = self._token_roles[sync.unit] = self.service_account_role(home, sync.role)
-            values["token_role_arn"] = self.manifest_role_arn(token_role)
+            token_role_arn = self.manifest_role_arn(token_role)
         if plan.reader is not None:
             reader_role = self.service_account_role(scope, plan.reader.role)
             self.grant_read(reader_role, plan.reader.grant)
-            values["reader_role_arn"] = self.manifest_role_arn(reader_role)
+            reader_role_arn = self.manifest_role_arn(reader_role)
         if plan.s3_csi_read is not None and self.operator.s3_csi_role is not None:
             self.grant_read(self.operator.s3_csi_role, plan.s3_csi_read)
+        capture = domain = None
         if plan.captures:
-            capture = self.capture_for(alb_logs=plan.alb_logs)
-            values.update(capture_s3_uri=capture.s3_uri, capture_kms_key_id=capture.kms_key_id)
+            storage = self.capture_for(alb_logs=plan.alb_logs)
+            capture = CaptureValues(storage.s3_uri, storage.kms_key_id)
         if plan.endpoint.domain_name:
-            domain = self.domain_for(plan.endpoint.domain_name)
-            values.update(certificate_arn=domain.certificate_arn, hosted_zone_id=domain.hosted_zone_id,
-                          tls_output_s3_uri=self.operator.tls_bucket.s3_uri)
-        return AwsEndpoint(AwsValues(**values), reader_role, token_role, new_sync)
+            custom = self.domain_for(plan.endpoint.domain_name)
+            domain = DomainValues(custom.certificate_arn, custom.hosted_zone_id, self.operator.tls_bucket.s3_uri)
+        return AwsEndpoint(AwsValues(token_role_arn, reader_role_arn, capture, domain), reader_role, token_role,
+                           new_sync)
 
     def grant_shared(self, shared: SharedPlan) -> None:
-        """Once every endpoint is added: each token sync's role reads its secret with every key an endpoint of the
-        sync names (the shared plan's ``token_grants``)."""
-        for unit, grants in shared.token_grants:
-            for grant in grants:
-                grant_secret_read(self._token_roles[unit], secret_arn=grant.secret_arn, kms_key_arn=grant.kms_key_arn)
+        """Once every endpoint is added: each token sync's role (made with the sync's first endpoint) reads its
+        secret with every key an endpoint of the sync names."""
+        for shared_sync in shared.token_syncs:
+            role = self._token_roles[shared_sync.sync.unit]
+            for grant in shared_sync.grants:
+                grant_secret_read(role, secret_arn=grant.secret_arn, kms_key_arn=grant.kms_key_arn)
 
     def service_account_role(self, scope: Construct, role: RolePlan) -> ServiceAccountRole:
         return ServiceAccountRole(scope, role.construct_id, oidc_provider_arn=self.oidc_provider_arn,
@@ -155,7 +175,7 @@ class AwsSide:
             return None
         review = json.dumps(with_placeholders(self.stack, unit.objects()), sort_keys=True, separators=(",", ":"))
         check = EndpointVerification(
-            scope, f"Verify{naming.pascal(unit.name)}", endpoint_name=v.endpoint_name, payload=v.payload,
+            scope, v.construct_id, endpoint_name=v.endpoint_name, payload=v.payload,
             content_type=v.content_type, fail_deployment=v.fail_deployment, show_response=v.show_response,
             timeout=self._minutes(v.timeout_minutes), nonce=hashlib.sha256(review.encode()).hexdigest()[:16])
         if unit.resource is not None:
@@ -171,29 +191,28 @@ class AwsSide:
 
     # ------------------------------------------------------------------------------------ capture and domain
     def capture_for(self, *, alb_logs: bool) -> DataCaptureStorage:
-        """The capture bucket and keys, created with the first capturing endpoint (tier 2 turns on ALB logs)."""
-        cap = self.config.capture
+        """The capture bucket and keys the plan names, created with the first capturing endpoint (tier 2 turns on ALB
+        logs)."""
+        cap = self.capture_plan
         assert cap is not None, "the config rules require the capture section for an endpoint that captures"
         if self.capture is not None:
             if alb_logs:
                 self.capture.enable_alb_logs()
             return self.capture
         bucket, key = self._capture_props
-        base = naming.capture_name_base(self.context.name_scope, self.context.account, self.context.region)
         capture = self.capture = DataCaptureStorage(
-            self.owner, "DataCapture", bucket_name=cap.bucket_name, bucket_account=cap.bucket_account,
-            bucket_default_kms=cap.bucket_encryption == "SSE-KMS", prefix=cap.prefix,
-            retention_days=cap.retention_days, kms=cap.kms, alb_logs=alb_logs, bucket=bucket, key=key,
-            physical_name_prefix=base)
+            self.owner, cap.construct_id, bucket_name=cap.bucket_name, bucket_account=cap.bucket_account,
+            bucket_default_kms=cap.bucket_default_kms, prefix=cap.prefix, retention_days=cap.retention_days,
+            kms=cap.kms, alb_logs=alb_logs, bucket=bucket, key=key, physical_name_prefix=cap.name_base)
         capture.grant_capture_write(self.operator.execution_role)
         if self.operator.s3_csi_role is not None:
             capture.grant_capture_write(self.operator.s3_csi_role, multipart=True)
-        settings = cap.analytics
-        if settings.enabled:
+        analytics = cap.analytics
+        if analytics is not None:
             self.capture_analytics = CaptureAnalytics(
-                self.owner, "CaptureAnalytics", capture=capture, name_base=base,
-                bytes_scanned_cutoff_mb=settings.bytes_scanned_cutoff_mb,
-                results_retention_days=settings.results_retention_days)
+                self.owner, analytics.construct_id, capture=capture, name_base=cap.name_base,
+                bytes_scanned_cutoff_mb=analytics.bytes_scanned_cutoff_mb,
+                results_retention_days=analytics.results_retention_days)
         csi = self.operator.s3_csi_role
         outputs.capture_outputs(self.owner, capture, self.capture_analytics, region=self.context.region,
                                 key_principals=lambda: [self.operator.execution_role.role_arn,
@@ -203,7 +222,7 @@ class AwsSide:
     def domain_for(self, domain_name: str) -> CustomDomain:
         """The custom domain (zone and certificate), created with the first endpoint that has a domain name; later
         names join its certificate and DNS grants."""
-        d = self.config.domain
+        d = self.domain_plan
         assert d is not None, "the config rules require the domain section for an endpoint with a domainName"
         if self.domain is not None:
             self.domain.add_domain_name(domain_name)
@@ -211,7 +230,7 @@ class AwsSide:
         zone, certificate = self._domain_props
         role = self.operator.execution_role
         domain = self.domain = CustomDomain(
-            self.owner, "Domain", zone_name=d.zone_name, domain_names=[domain_name], hosted_zone_id=d.hosted_zone_id,
+            self.owner, d.construct_id, zone_name=d.zone_name, domain_names=[domain_name], hosted_zone_id=d.hosted_zone_id,
             certificate_arn=d.certificate_arn, wildcard=d.wildcard, zone=zone, certificate=certificate)
         domain.grant_dns_management(role)
         domain.grant_certificate_read(role)

@@ -20,7 +20,7 @@ from constructs import Construct
 
 from ..constructs.lazy import is_unresolved
 from ..facts import gitops as gitops_facts
-from ..facts.naming import pascal
+from ..plan.context import manifest_id
 from .limits import MAX_MANIFEST_BYTES
 from .review import with_placeholders, write_gitops_files, write_manifest_files
 
@@ -120,7 +120,7 @@ class ManifestDelivery:
         waiting = self._waiting.pop(name, [])
         if self.cluster is None or not objs:
             return unit
-        resource = eks.KubernetesManifest(scope, f"Manifest{pascal(name)}", cluster=self._cluster_for(scope),
+        resource = eks.KubernetesManifest(scope, manifest_id(name), cluster=self._cluster_for(scope),
                                           manifest=objs, overwrite=overwrite, prune=prune)
         unit.resource = resource
         first: list[Construct] = []

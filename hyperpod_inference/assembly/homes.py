@@ -7,7 +7,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
-from .plan import nested_stack_id
+from ..plan.context import nested_stack_id
 
 
 def way_out(namespace: str, group: str | None) -> str:
@@ -41,7 +41,7 @@ class Homes:
         return nested
 
     def namespace_home(self, namespace: str, scope_key: str) -> Construct:
-        """The construct of a namespace's home (``plan.namespace_home``): this construct, or the namespace's own
+        """The construct of a namespace's home (``plan.context.namespace_home``): this construct, or the namespace's own
         nested stack, created for it when every endpoint of the namespace has a ``stackGroup``."""
         return self.owner if scope_key == "" else self.nested_stack(namespace, None)
 

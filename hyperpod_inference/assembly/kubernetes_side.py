@@ -4,8 +4,7 @@ namespace's agent code with its gc Job, the warm DaemonSets), all handed to the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 import aws_cdk as cdk
 import cdk8s
@@ -16,9 +15,11 @@ from ..charts.endpoint import EndpointChart, EndpointWiring, add_objects
 from ..charts.hf_token import external_secret_objects
 from ..charts.nvme_cache import NvmeAgentCode, NvmeAgentGc, NvmeCache, NvmeCachePlan, model_reader_service_account
 from ..facts import naming
+from ..plan.context import NamespaceUnitPlan, PlanContext
+from ..plan.endpoints import EndpointPlan
+from ..plan.shared import SharedPlan
 from .aws_side import AwsValues
 from .delivery import ManifestDelivery, ManifestUnit
-from .plan import EndpointPlan, PlanContext, SharedPlan
 
 #: Context key: ``retain`` keeps the single namespaces manifest of earlier releases (retained), for the migration.
 LEGACY_NAMESPACES_CONTEXT = "hyperpod-inference:legacyNamespaces"
@@ -29,31 +30,23 @@ def _namespace(chart: cdk8s.Chart, name: str) -> kplus.Namespace:
         name=name, labels=dict(naming.MANAGED_BY)))
 
 
-def namespace_units(owner: Construct, delivery: ManifestDelivery, namespaces: list[str]) -> dict[str, str]:
-    """One manifest resource per owned namespace, created (never applied): an existing namespace fails the deploy
-    with kubectl's AlreadyExists instead of being adopted, and so is never deleted with the stack. Returns
-    namespace -> its unit.
+def legacy_namespaces(owner: Construct) -> bool:
+    """Whether the context key ``hyperpod-inference:legacyNamespaces=retain`` keeps the single ``namespaces``
+    manifest of earlier releases (the first step of the migration, docs/upgrades.md)."""
+    return owner.node.try_get_context(LEGACY_NAMESPACES_CONTEXT) == "retain"
 
-    The context key ``hyperpod-inference:legacyNamespaces=retain`` instead keeps the single ``namespaces``
-    manifest of earlier releases, retained on removal: the first step of the migration (docs/upgrades.md)."""
-    if not namespaces:
-        return {}
-    if owner.node.try_get_context(LEGACY_NAMESPACES_CONTEXT) == "retain":
-        chart = delivery.chart("namespaces")
-        for ns in namespaces:
+
+def deliver_namespaces(owner: Construct, delivery: ManifestDelivery, units: Iterable[NamespaceUnitPlan]) -> None:
+    """The owned namespaces' manifests the plan names: one per namespace, created (never applied): an existing
+    namespace fails the deploy with kubectl's AlreadyExists instead of being adopted, and so is never deleted with the
+    stack; or (legacy) the single manifest of earlier releases, applied and retained on removal."""
+    for plan in units:
+        chart = delivery.chart(plan.unit)
+        for ns in plan.namespaces:
             _namespace(chart, ns)
-        unit = delivery.deliver(owner, "namespaces", chart, overwrite=True)
-        if unit.resource is not None:
+        unit = delivery.deliver(owner, plan.unit, chart, overwrite=plan.legacy)
+        if plan.legacy and unit.resource is not None:
             unit.resource.node.find_child("Resource").apply_removal_policy(cdk.RemovalPolicy.RETAIN)
-        return dict.fromkeys(namespaces, "namespaces")
-    units: dict[str, str] = {}
-    for ns in namespaces:
-        name = naming.namespace_unit_name(ns)
-        chart = delivery.chart(name)
-        _namespace(chart, ns)
-        delivery.deliver(owner, name, chart, overwrite=False)
-        units[ns] = name
-    return units
 
 
 class KubernetesSide:
@@ -87,21 +80,23 @@ class KubernetesSide:
         return chart, unit
 
     def wiring(self, plan: EndpointPlan, aws: AwsValues) -> EndpointWiring:
-        values: dict[str, Any] = {"region": self.context.region}
-        if plan.cache is not None:
-            cache = NvmeCachePlan.of(plan.cache)
-            values.update(kubernetes_volumes=cache.volumes(), init_containers=cache.init_containers(),
-                          model_volume_name=plan.endpoint.weight_cache.volume_name,
-                          service_account_name=cache.service_account_name)
-        else:
-            # The operator hands the token to its own init container (and, without prefetch, to the runtime).
-            values["token_secret"] = plan.token
-        if plan.captures:
-            values.update(capture_s3_uri=aws.capture_s3_uri, capture_kms_key_id=aws.capture_kms_key_id)
-        if plan.endpoint.domain_name:
-            values.update(certificate_arn=aws.certificate_arn, hosted_zone_id=aws.hosted_zone_id,
-                          tls_output_s3_uri=aws.tls_output_s3_uri)
-        return EndpointWiring(**values)
+        """The custom resource's values: from the plan, the NVMe cache's pod pieces or (without the cache) the token
+        Secret the operator hands to its own init container and, without prefetch, to the runtime; from the AWS
+        side, where the capture goes and what the domain name needs."""
+        cache = NvmeCachePlan.of(plan.cache) if plan.cache is not None else None
+        capture, domain = aws.capture, aws.domain
+        return EndpointWiring(
+            region=self.context.region,
+            capture_s3_uri=capture.s3_uri if capture else None,
+            capture_kms_key_id=capture.kms_key_id if capture else None,
+            tls_output_s3_uri=domain.tls_output_s3_uri if domain else None,
+            certificate_arn=domain.certificate_arn if domain else None,
+            hosted_zone_id=domain.hosted_zone_id if domain else None,
+            token_secret=plan.token if cache is None else None,
+            service_account_name=cache.service_account_name if cache else None,
+            kubernetes_volumes=cache.volumes() if cache else (),
+            init_containers=cache.init_containers() if cache else (),
+            model_volume_name=plan.endpoint.weight_cache.volume_name if cache else None)
 
     def realize_shared(self, shared: SharedPlan, homes: Mapping[str, Construct]) -> None:
         """Once every endpoint is added: each namespace's agent code with its gc Job (in the image and on the nodes

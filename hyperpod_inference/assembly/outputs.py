@@ -1,5 +1,5 @@
 """The stack outputs: per endpoint (from its plan), for capture and the domain, the global ones, and the fold that
-keeps a template under CloudFormation's 200 outputs. The commands in them come from ``plan_commands``."""
+keeps a template under CloudFormation's 200 outputs. The commands in them come from the plan (``plan.commands``)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from ..constructs.domain import CustomDomain, delegation_instructions
 from ..constructs.endpoint_verification import EndpointVerification
 from ..constructs.observability import InferenceObservability
 from ..facts import alarms as alarm_facts
-from ..facts.naming import pascal
-from . import plan_commands as commands
+from ..plan import commands
+from ..plan.endpoints import EndpointPlan
+from ..plan.outputs import folded_output_id, nested_stack_output_id, verification_output_id
 from .limits import MAX_OUTPUTS, template_counts
-from .plan import EndpointPlan
 
 
 @dataclass
@@ -35,7 +35,7 @@ def endpoint_outputs(scope: Construct, plan: EndpointPlan,
     """The plan's outputs (status, invoke) and the check's summary, in ``scope``."""
     outs = [cdk.CfnOutput(scope, o.construct_id, value=o.value, description=o.description) for o in plan.outputs]
     if verification is not None:
-        outs.append(cdk.CfnOutput(scope, f"{plan.output_key}Verification", value=verification.summary,
+        outs.append(cdk.CfnOutput(scope, verification_output_id(plan.output_key), value=verification.summary,
                                   description=f"{plan.label}: post-deploy check"))
     return EndpointOutputs(plan, outs)
 
@@ -124,7 +124,7 @@ def nested_stack_outputs(owner: Construct, nested_stacks: dict[tuple[str, str | 
     """The enclosing stack's one output per nested stack: the command that lists that stack's outputs (the
     per-endpoint commands live there, so the parent stays far below 200 outputs)."""
     for (ns, group), nested in nested_stacks.items():
-        construct_id = f"Namespace{pascal(ns)}" + (f"Group{pascal(group)}" if group else "") + "StackOutputs"
+        construct_id = nested_stack_output_id(ns, group)
         if owner.node.try_find_child(construct_id) is not None:
             continue
         stack_id = nested.nested_stack_resource.ref if nested.nested_stack_resource is not None else ""
@@ -153,7 +153,7 @@ def fold_outputs(stack: cdk.Stack, nested: Sequence[cdk.Stack],
             scope = outs[0].node.scope
             for out in outs:
                 scope.node.try_remove_child(out.node.id)
-            cdk.CfnOutput(scope, f"{entry.plan.output_key}Outputs", value=" ; ".join(out.value for out in outs),
+            cdk.CfnOutput(scope, folded_output_id(entry.plan.output_key), value=" ; ".join(out.value for out in outs),
                           description=f"{entry.plan.label}: status and events commands, URL and invoke command, "
                           "post-deploy check")
         endpoints = rest

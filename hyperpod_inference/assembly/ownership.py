@@ -8,17 +8,15 @@ Across apps, ``doctor`` finds what one app cannot see.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
-from ..config.models import HyperPodConfig
 from ..constructs.lazy import is_unresolved
-
-if TYPE_CHECKING:
-    from ..inference import HyperPodInference
+from ..plan.operator import OperatorPlan
 
 #: The attribute of an app's root construct holding, per cluster, the path of the construct installing its operator.
 _OPERATOR_OWNERS = "_hyperpod_inference_operator_owners"
@@ -35,11 +33,12 @@ def _app_registry(owner: Construct, attribute: str) -> dict[Any, Any]:
     return registry
 
 
-def cluster_identity(config: HyperPodConfig, cluster: eks.ICluster | None, account: str, region: str,
+def cluster_identity(eks_cluster_name: str | None, cluster: eks.ICluster | None, account: str, region: str,
                      ) -> tuple[str, ...]:
-    """Which cluster a construct installs onto: its account, Region and EKS name, or the cluster construct's path
-    when the name is known only at deploy (a cluster created in the same app)."""
-    name = config.cluster.eks_cluster_name
+    """Which cluster a construct installs onto: its account, Region and EKS name (``cluster.eksClusterName``, else
+    the cluster object's), or the cluster construct's path when the name is known only at deploy (a cluster created in
+    the same app)."""
+    name = eks_cluster_name
     if name is None and cluster is not None:
         if is_unresolved(cluster.cluster_name):
             return ("construct", cluster.node.path)
@@ -47,19 +46,19 @@ def cluster_identity(config: HyperPodConfig, cluster: eks.ICluster | None, accou
     return ("cluster", account, region, name or "")
 
 
-def claim_operator(owner: Construct, config: HyperPodConfig, cluster: eks.ICluster | None) -> None:
+def claim_operator(owner: Construct, operator: OperatorPlan, cluster: eks.ICluster | None) -> None:
     """One operator per cluster within an app: a second construct (another stack, or a second HyperPodInference)
     that would install the operator or its dependency add-ons on a cluster another already installs onto is an
     error naming the first and the fix. Across apps, ``doctor`` finds it."""
-    if config.operator.install == "existing":
+    if operator.install == "existing":
         return
     stack = cdk.Stack.of(owner)
-    key = cluster_identity(config, cluster, stack.account, stack.region)
+    key = cluster_identity(operator.eks_cluster_name, cluster, stack.account, stack.region)
     owners: dict[tuple[str, ...], str] = _app_registry(owner, _OPERATOR_OWNERS)
     first = owners.get(key)
     if first is not None:
         where = f"cluster {key[3]} ({key[1]}, {key[2]})" if key[0] == "cluster" else f"cluster {key[1]}"
-        what = "the operator" + (" and its dependency add-ons" if config.operator.dependencies == "create" else "")
+        what = "the operator" + (" and its dependency add-ons" if operator.creates_dependencies else "")
         raise ValueError(
             f"HyperPodInference {owner.node.path}: {where} already gets the operator from {first}; one operator per "
             f"cluster: here set operator.install: existing (with operator.executionRoleArn, the execution role of "
@@ -67,21 +66,20 @@ def claim_operator(owner: Construct, config: HyperPodConfig, cluster: eks.IClust
     owners[key] = owner.node.path
 
 
-def claim_objects(owner: HyperPodInference) -> None:
-    """Register every Kubernetes object ``owner`` delivers (at synth, once sealed) under its cluster, for
-    :func:`shared_object_problems`."""
-    cluster = cluster_identity(owner.config, owner.cluster, owner.account, owner.region)
+def claim_objects(owner: Construct, cluster: tuple[str, ...], objects: Iterable[list[dict[str, Any]] | None]) -> None:
+    """Register every Kubernetes object ``owner`` delivers (at synth, once sealed: each unit's ``objects``) under
+    its ``cluster`` (:func:`cluster_identity`), for :func:`shared_object_problems`."""
     owners: dict[tuple[Any, ...], list[str]] = _app_registry(owner, _OBJECT_OWNERS)
     path = owner.node.path  # one call into the CDK runtime, not one per object
-    for unit in owner.delivery.units.values():
-        for obj in unit.delivered or []:
+    for delivered in objects:
+        for obj in delivered or []:
             meta = obj.get("metadata") or {}
             paths = owners.setdefault((cluster, obj.get("kind"), meta.get("namespace") or "", meta.get("name")), [])
             if path not in paths:
                 paths.append(path)
 
 
-def shared_object_problems(owner: HyperPodInference) -> list[str]:
+def shared_object_problems(owner: Construct) -> list[str]:
     """Kubernetes objects ``owner`` delivers that another construct of the app delivers to the same cluster too
     (a namespace both list in ``namespaces:``, an endpoint name both use): one would fail to create it, and either's
     destroy would delete it. One problem per other construct, naming the first objects."""

@@ -14,13 +14,14 @@ from typing import Any
 import cdk8s
 from constructs import Construct
 
-from ..assembly.plan import SecretRef, token_secret_ref
 from ..config.base import dump
 from ..config.models import DataCapture, Endpoint, ModelPodCapture, SagemakerEndpointCapture
 from ..config.worker_env import EnvFrom
 from ..facts.naming import MANAGED_BY
 from ..facts.operator import API_VERSION
 from ..facts.production import NVIDIA_GPU
+from ..plan.cache import SecretRef
+from ..plan.endpoints import token_secret_ref
 from .overrides import apply_spec_overrides
 from .runtimes import MODEL_MOUNT, PRESETS, runtime_args, runtime_env
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..assembly.plan import TOKEN_KEY, token_names
 from ..config.models import Endpoint
 from ..facts.naming import MANAGED_BY
+from ..plan.endpoints import TOKEN_KEY, token_names
 
 ESO_API = "external-secrets.io/v1"
 

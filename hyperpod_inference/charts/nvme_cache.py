@@ -21,7 +21,13 @@ import cdk8s
 import cdk8s_plus_28 as kplus
 from constructs import Construct
 
-from ..assembly.plan import (
+from ..config.models import Endpoint
+from ..facts import naming
+from ..facts.naming import AGENT_CODE_CONFIGMAP  # re-exported: the default code ConfigMap prefix
+from ..facts.rbac import AGENT_GC_ROLE_RULES
+from ..nvme_agent import model_relative_dir
+from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, GC_TIMEOUT_SECONDS, TOKEN_DIR
+from ..plan.cache import (
     CachePlan,
     SecretRef,
     agent_image,
@@ -29,12 +35,6 @@ from ..assembly.plan import (
     source_mounts,
     tolerations,
 )
-from ..config.models import Endpoint
-from ..facts import naming
-from ..facts.naming import AGENT_CODE_CONFIGMAP  # re-exported: the default code ConfigMap prefix
-from ..facts.rbac import AGENT_GC_ROLE_RULES
-from ..nvme_agent import model_relative_dir
-from ..nvme_agent.config import CACHE_MOUNT, DEFAULT_MIN_FREE_PERCENT, GC_TIMEOUT_SECONDS, TOKEN_DIR
 from .agent_bundle import AGENT_BUNDLE, AGENT_MOUNT, PYTHON, agent_bundle, agent_code_hash, agent_command
 
 USAGE_MOUNT = "/usage"  # <hostPath>/.usage: every root's usage record, read when the free-space goal fails
@@ -83,7 +83,7 @@ def _token_mount(token: SecretRef | None) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class NvmeCachePlan(CachePlan):
-    """The plan's :class:`~hyperpod_inference.assembly.plan.CachePlan` with the pod pieces the custom resource and
+    """The plan's :class:`~hyperpod_inference.plan.cache.CachePlan` with the pod pieces the custom resource and
     the charts need (volumes, the init container or lease sidecar, the agent's mounts and arguments).
 
     The init container leases the model under the pod's name; with ``lease_sidecar`` (the default) that container

@@ -107,18 +107,3 @@ class HyperPodConfig(Strict):
             raise ValidationError.from_exception_data(cls.__name__, [*line_errors(err), *extra]) from None
         _raise_all(cls, cross_problems(ConfigView.of(config)))
         return config
-
-    # conveniences used by the stack -----------------------------------------------------------------------------
-    @property
-    def capture_enabled(self) -> bool:
-        return any(ep.data_capture is not None and ep.data_capture.any_enabled for ep in self.endpoints)
-
-    @property
-    def alb_logs_enabled(self) -> bool:
-        return any(ep.data_capture and ep.data_capture.load_balancer and ep.data_capture.load_balancer.enabled
-                   for ep in self.endpoints)
-
-    @property
-    def needs_custom_service_accounts(self) -> bool:
-        return any(ep.weight_cache.mode == "daemonset" and not ep.is_jumpstart for ep in self.endpoints)
-

@@ -16,7 +16,7 @@ from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ..assembly.plan import TriggerNeeds
+from ..plan.shared import TriggerNeeds
 
 KEDA_CLOUDWATCH_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics")
 KEDA_PROMETHEUS_ACTIONS = ("aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata")
@@ -43,7 +43,7 @@ def keda_trigger_statements(scope: Construct, needs: TriggerNeeds, *, account: s
 class KedaTriggerAccess(Construct):
     """Gives KEDA's role exactly what the endpoints' triggers read.
 
-    :param needs: what the endpoints' triggers read (the plan's :class:`~hyperpod_inference.assembly.plan.TriggerNeeds`,
+    :param needs: what the endpoints' triggers read (the plan's :class:`~hyperpod_inference.plan.shared.TriggerNeeds`,
         ``trigger_needs(endpoints)``).
     :param keda_role: KEDA's role. An ``iam.Role`` created in this app gets a policy; anything else (an imported
         role, or None with ``operator.install: existing``) gets a stack output ``KedaTriggerStatements`` instead.

@@ -19,7 +19,7 @@ from typing import Any
 from ..facts import alarms as alarm_facts
 from ..facts import metrics as m
 from ..facts import naming
-from .observed import TROUBLESHOOTING_URL, ObservedEndpoint, ScalingMetric
+from ..plan.observability import TROUBLESHOOTING_URL, ObservedEndpoint, ScalingMetric
 
 ROW_HEIGHT = 5
 PERIOD = 300

@@ -19,7 +19,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef
 
 from ..facts import metrics as m
-from .observed import ObservedEndpoint
+from ..plan.observability import ObservedEndpoint
 
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 WINDOW = "5m"

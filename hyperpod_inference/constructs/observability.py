@@ -39,10 +39,10 @@ from constructs import Construct
 from ..config.observability import Observability
 from ..facts import alarms as alarm_facts
 from ..facts import metrics as m
+from ..plan.observability import ObservedEndpoint
 from . import cloudwatch_layout as layout
 from .grafana_dashboard import grafana_dashboard
 from .lazy import is_unresolved, literal_partition
-from .observed import ObservedEndpoint
 from .prometheus_rules import rule_file
 
 _PERIOD = Duration.minutes(5)

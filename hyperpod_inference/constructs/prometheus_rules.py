@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..facts import metrics as m
-from .observed import ObservedEndpoint, Thresholds
+from ..plan.observability import ObservedEndpoint, Thresholds
 
 BY = "namespace, resource_name"
 WINDOW = "5m"

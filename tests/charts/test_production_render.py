@@ -8,10 +8,10 @@ import copy
 import pytest
 import yaml
 
-from hyperpod_inference.assembly.plan import placement, tolerations
 from hyperpod_inference.charts.endpoint import EndpointWiring, SecretRef, build_custom_resource
 from hyperpod_inference.charts.overrides import merge_patch
 from hyperpod_inference.config import parse_config
+from hyperpod_inference.plan.cache import placement, tolerations
 from tests.k8s_validation import _crd_schemas, crd_errors, require_crds
 from tests.synth_helpers import DEFAULT_CONFIG, with_endpoint_changes
 

@@ -10,7 +10,7 @@ from hyperpod_inference.config import ConfigError
 from hyperpod_inference.config.cross_rules import cluster_import_problems
 from hyperpod_inference.config.loader import parse_config
 from hyperpod_inference.config.warnings import endpoint_warnings
-from hyperpod_inference.constructs.observed import observed_endpoints
+from hyperpod_inference.plan.observability import observed_endpoints
 from tests.synth_helpers import DEFAULT_CONFIG, load_yaml
 
 BASE = load_yaml(DEFAULT_CONFIG)

@@ -422,7 +422,7 @@ def test_an_imported_capture_bucket_still_gets_the_tables_and_an_output_names_th
 
 
 def test_the_query_commands_keep_each_value_one_shell_word():
-    from hyperpod_inference.assembly.plan_commands import capture_find_hash_command, capture_latency_command
+    from hyperpod_inference.plan.commands import capture_find_hash_command, capture_latency_command
 
     # GIVEN a statement whose literal holds shell syntax (a quote, ;, $(...))
     sql = "EXECUTE alb_latency USING 'x''; $(reboot)', '2026/12/01', '2026/12/01'"

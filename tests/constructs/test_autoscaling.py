@@ -12,7 +12,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
-from hyperpod_inference.assembly.plan import trigger_needs
 from hyperpod_inference.config import parse_config
 from hyperpod_inference.constructs.autoscaling import (
     CLOUDWATCH_REASON,
@@ -20,6 +19,7 @@ from hyperpod_inference.constructs.autoscaling import (
     KEDA_PROMETHEUS_ACTIONS,
     KedaTriggerAccess,
 )
+from hyperpod_inference.plan.shared import trigger_needs
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "hyperpod.yaml").read_text())

@@ -14,9 +14,9 @@ import yaml
 
 from hyperpod_inference.constructs import cloudwatch_layout as layout
 from hyperpod_inference.constructs.grafana_dashboard import grafana_dashboard
-from hyperpod_inference.constructs.observed import ObservedEndpoint, ScalingMetric, ScalingQuery, Thresholds
 from hyperpod_inference.constructs.prometheus_rules import rule_file, rule_groups
 from hyperpod_inference.facts import metrics as m
+from hyperpod_inference.plan.observability import ObservedEndpoint, ScalingMetric, ScalingQuery, Thresholds
 
 INFO = layout.StackInfo("Fleet", "us-west-2", capture_bucket="fleet-capture", work_group="fleet-capture")
 T = Thresholds(error_rate_percent=5.0, p99_latency_ms=2000, evaluation_periods=3, no_invocations_minutes=30)

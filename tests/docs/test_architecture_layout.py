@@ -15,11 +15,11 @@ def layout_block(text: str) -> str:
     return section[section.index("```\n") + 4:section.index("\n```", section.index("```\n") + 4)]
 
 
-def listed(block: str) -> tuple[set[str], set[str], str]:
-    """(folders, top-level modules) named under ``hyperpod_inference/``, and the text describing ``assembly/``."""
+def listed(block: str) -> tuple[set[str], set[str], dict[str, str]]:
+    """(folders, top-level modules) named under ``hyperpod_inference/``, and the text describing each entry."""
     lines = block.splitlines()
     start = lines.index("hyperpod_inference/")
-    folders, modules, assembly = set(), set(), []
+    folders, modules, texts = set(), set(), {}
     current = None
     for line in lines[start + 1:]:
         if not line.startswith("  "):
@@ -29,9 +29,8 @@ def listed(block: str) -> tuple[set[str], set[str], str]:
             current = head
             for name in (n.strip() for n in head.split(",")):
                 (folders if name.endswith("/") else modules).add(name.rstrip("/"))
-        if current == "assembly/":
-            assembly.append(line)
-    return folders, modules, " ".join(assembly)
+        texts[current] = f"{texts.get(current, '')} {line}"
+    return folders, modules, texts
 
 
 def test_the_layout_names_every_folder_and_top_level_module_of_the_package():
@@ -40,10 +39,11 @@ def test_the_layout_names_every_folder_and_top_level_module_of_the_package():
     assert modules == {p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
 
 
-def test_the_layout_names_every_module_of_the_composition():
-    _, _, assembly = listed(layout_block(PAGE.read_text()))
-    named = set(re.findall(r"[a-z_]+\.py", assembly))
-    assert named == {p.name for p in (PACKAGE / "assembly").glob("*.py") if p.name != "__init__.py"}
+def test_the_layout_names_every_module_of_the_plan_and_of_the_composition():
+    _, _, texts = listed(layout_block(PAGE.read_text()))
+    for folder in ("plan", "assembly"):
+        named = set(re.findall(r"[a-z_]+\.py", texts[f"{folder}/"]))
+        assert named == {p.name for p in (PACKAGE / folder).glob("*.py") if p.name != "__init__.py"}, folder
 
 
 def test_the_layout_check_sees_a_missing_folder_and_module():
@@ -51,8 +51,8 @@ def test_the_layout_check_sees_a_missing_folder_and_module():
     block = layout_block(PAGE.read_text())
     folders, _, _ = listed("\n".join(line for line in block.splitlines() if not line.startswith("  ops/")))
     assert "ops" not in folders and "config" in folders
-    _, _, assembly = listed(block.replace("limits.py", "limits"))
-    assert "limits.py" not in assembly and "plan.py" in assembly
+    _, _, texts = listed(block.replace("limits.py", "limits"))
+    assert "limits.py" not in texts["assembly/"] and "delivery.py" in texts["assembly/"]
 
 
 def described(block: str, folder: str) -> str:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ...assembly.plan import ConfigPlan, PlanContext, plan_config
 from ...config.loader import DEFAULT_STACK_NAME, ConfigError, load_yaml_text
 from ...config.models import HyperPodConfig
 from ...facts.rules import arn_parts, eks_cluster_admin_policy_arn, role_name_from_arn
+from ...plan import ConfigPlan, PlanContext, plan_config
 from ..aws import Aws, Skip
 from ..kube import Kube, KubeUnavailable, default_kubeconfig
 from ..text import one_line
@@ -48,7 +48,7 @@ class Result:
 
 class Context:
     """The config, the clients and what several checks read (each read once; a Skip is remembered too). What the
-    stack would create is read from the config's plan (:func:`~hyperpod_inference.assembly.plan.plan_config`), as the
+    stack would create is read from the config's plan (:func:`~hyperpod_inference.plan.plan_config`), as the
     app builds it: stack ``stack_name`` holding one ``HyperPodInference`` of id ``Default``."""
 
     def __init__(self, config: HyperPodConfig, aws: Aws, *, kubeconfig: str | None = None,

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 
-from ...assembly import plan as plan_objects
-from ...assembly.plan import ConfigPlan
 from ...facts import naming
 from ...facts import operator as operator_facts
 from ...facts.rbac import AGENT_GC_ROLE_RULES, CREATE_ROLE_RULES, ESCALATE_RULE, Rule
+from ...plan import ConfigPlan
+from ...plan import ownership as plan_objects
 from ..aws import Skip
 from ..kube import Kube, KubeUnavailable
 from .base import FAIL, MASTERS, PASS, SKIP, WARN, Context, Family, Result, each
@@ -110,7 +110,7 @@ OBJECT_KINDS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class PlannedObject(plan_objects.PlannedObject):
-    """A Kubernetes object the plan names (:func:`~hyperpod_inference.assembly.plan.planned_objects`), with where
+    """A Kubernetes object the plan names (:func:`~hyperpod_inference.plan.ownership.planned_objects`), with where
     the API serves it."""
 
     @classmethod
@@ -136,7 +136,7 @@ class PlannedObject(plan_objects.PlannedObject):
 
 
 def planned_objects(plan: ConfigPlan) -> list[PlannedObject]:
-    """The objects of ``plan`` doctor looks at (:func:`~hyperpod_inference.assembly.plan.planned_objects`)."""
+    """The objects of ``plan`` doctor looks at (:func:`~hyperpod_inference.plan.ownership.planned_objects`)."""
     return [PlannedObject.of(o) for o in plan_objects.planned_objects(plan)]
 
 

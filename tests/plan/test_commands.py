@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hyperpod_inference.assembly.plan_commands import (
+from hyperpod_inference.config import parse_config
+from hyperpod_inference.plan.commands import (
     DNS_TLS_JSONPATH,
     capture_list_command,
     invoke_command,
     invoke_output,
     status_command,
 )
-from hyperpod_inference.config import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "hyperpod.yaml").read_text())

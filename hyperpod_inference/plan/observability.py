@@ -1,9 +1,13 @@
-"""What the observability builders need of each endpoint, as plain values (no aws_cdk: testable without jsii).
+"""Observability, planned: whether the stack makes dashboards, alarms or Prometheus rules at all
+(:func:`plan_observability` -> :class:`ObservabilityPlan`), and what the builders need of each endpoint as plain
+values.
 
 :func:`observed_endpoints` turns config endpoints and the ``observability`` section into :class:`ObservedEndpoint`
 values: names, the SageMaker endpoint name, the features that add panels, the resolved alarm thresholds
 (the endpoint's ``alarms`` over ``observability.alarms``; None when the endpoint's alarms are off), and what its
-autoscaling triggers read (so the dashboards show the metric each trigger scales on).
+autoscaling triggers read (so the dashboards show the metric each trigger scales on). The dashboard layout, the
+Prometheus rules and the Grafana JSON are built from them without jsii (``constructs/cloudwatch_layout.py``,
+``prometheus_rules.py``, ``grafana_dashboard.py``).
 """
 
 from __future__ import annotations
@@ -11,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..config import Endpoint
 from ..config.autoscaling import CloudWatchTrigger, PrometheusTrigger, trigger_locations
 from ..config.base import config_path
-from ..config.models import Endpoint
 from ..config.observability import (
     DEFAULT_ERROR_RATE_PERCENT,
     DEFAULT_EVALUATION_PERIODS,
@@ -133,3 +137,21 @@ def observed_endpoints(endpoints: Iterable[Endpoint], observability: Observabili
             resource="jumpstartmodel" if ep.is_jumpstart else "inferenceendpointconfig", scaling=scaling,
             scaling_queries=queries))
     return out
+
+
+@dataclass(frozen=True)
+class ObservabilityPlan:
+    """The stack's dashboards, alarms and Prometheus rules (``construct_id``), over ``endpoints``: made when the
+    ``observability`` section asks for any of them or the construct was given an alarm topic."""
+
+    settings: Observability
+    endpoints: tuple[ObservedEndpoint, ...]
+    construct_id: str = "Observability"
+
+
+def plan_observability(settings: Observability, endpoints: Iterable[Endpoint], *,
+                       alarm_topic: bool = False) -> ObservabilityPlan | None:
+    """The observability of ``endpoints``; None when nothing is asked for (``alarm_topic``: a topic was given)."""
+    if not (settings.creates_anything or alarm_topic):
+        return None
+    return ObservabilityPlan(settings, tuple(observed_endpoints(endpoints, settings)))

@@ -12,16 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hyperpod_inference.assembly.plan import (
-    ModelRead,
-    PlanContext,
-    SecretRead,
-    plan_config,
-    plan_endpoint,
-    plan_shared,
-)
 from hyperpod_inference.config.loader import parse_config
 from hyperpod_inference.facts import naming
+from hyperpod_inference.plan import PlanContext, plan_config, plan_endpoint, plan_shared
+from hyperpod_inference.plan.endpoints import ModelRead, SecretRead
 
 REPO = Path(__file__).resolve().parents[2]
 ACCOUNT, REGION = "111122223333", "us-west-2"
@@ -97,9 +91,10 @@ def test_endpoints_naming_one_secret_share_one_token_sync_whose_role_reads_every
     # THEN both wait for one sync unit, whose role is one role for the sync (not per endpoint)
     assert pa.token_sync.unit == pb.token_sync.unit and pa.token_sync.unit in pa.depends_on
     assert pa.token_sync.role == pb.token_sync.role
-    assert [s.unit for s in plan.shared.token_syncs] == [pa.token_sync.unit]
+    (shared,) = plan.shared.token_syncs
+    assert shared.sync == pa.token_sync
     # AND the role reads the secret with each key
-    assert dict(plan.shared.token_grants)[pa.token_sync.unit] == (SecretRead(SECRET, KEY_A), SecretRead(SECRET, KEY_B))
+    assert shared.grants == (SecretRead(SECRET, KEY_A), SecretRead(SECRET, KEY_B))
     # AND the Secret the pods mount is the sync's, named under the stack's scope
     scope = PlanContext.of(config_with(a), stack_name="HyperPodInference").kubernetes_scope
     assert pa.token == pb.token and pa.token.name.startswith(f"{scope}-hf-token-")

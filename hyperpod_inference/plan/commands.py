@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from ..config.models import Endpoint
+from ..config import Endpoint
 from ..facts.runtimes import default_payload as default_runtime_payload
 from ..facts.safety import verify_body
 
