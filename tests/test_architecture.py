@@ -11,7 +11,7 @@ against the table:
 | plan (assembly/plan.py, assembly/plan_commands.py) | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
 | constructs/ | facts/, config/, the plan's types |
 | charts/ | facts/, config/, the plan's types, nvme_agent/ |
-| ops/ (init.py, doctor.py, doctor_alarms.py, doctor_rbac.py, policy_eval.py, aws.py, kube.py, cli.py, text.py) | facts/, config/, the plan; never aws_cdk, jsii, constructs or cdk8s |
+| ops/ (init.py, doctor.py, doctor_alarms.py, doctor_rbac.py, policy_eval.py, aws.py, hub.py, kube.py, cli.py, text.py) | facts/, config/, the plan; never aws_cdk, jsii, constructs or cdk8s |
 | composition (the rest of assembly/, inference.py, stack.py, app.py, __init__.py, __main__.py: each named in
   ``MODULES``) | all |
 | nvme_agent/, lambda/ | nothing of the package |
@@ -56,7 +56,7 @@ NEVER_IMPORTS: dict[str, set[str]] = {"ops": _JSII, PLAN: _JSII}
 #: The modules of the parts that name them (a new module must be added here): every composition module by name.
 MODULES: dict[str, set[str]] = {
     "ops": {"ops/__init__.py", "ops/aws.py", "ops/cli.py", "ops/doctor.py", "ops/doctor_alarms.py", "ops/doctor_rbac.py",
-            "ops/init.py", "ops/kube.py", "ops/policy_eval.py", "ops/text.py"},
+            "ops/hub.py", "ops/init.py", "ops/kube.py", "ops/policy_eval.py", "ops/text.py"},
     PLAN: PLAN_FILES,
     COMPOSITION: {"__init__.py", "__main__.py", "app.py", "inference.py", "stack.py", "assembly/__init__.py",
                   "assembly/aws_side.py", "assembly/delivery.py", "assembly/homes.py", "assembly/kubernetes_side.py",

@@ -144,6 +144,7 @@ class FakeHub:
         self.token = token
         self.tokens = set(tokens)
         self.lfs_redirect = lfs_redirect
+        self.outage: int | None = None  # when set, every request is answered with this status (503, 429...)
         self.repos: dict[str, Repo] = {}
         self.requests = collections.Counter()  # (method, path) -> count
         self.bytes_served = collections.Counter()  # (repo, file) -> bytes of file content sent
@@ -239,6 +240,8 @@ class FakeHub:
         query = urllib.parse.parse_qs(url.query)
         with self.lock:
             self.requests[(h.command, path)] += 1
+        if self.outage is not None:
+            return self._error(h, self.outage, None, "Service Unavailable", head)
         if self.token is not None and h.headers.get("Authorization") != f"Bearer {self.token}":
             return self._error(h, 401, "RepoNotFound", INVALID_TOKEN, head)
         valid, token = self._token(h)
