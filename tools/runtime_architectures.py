@@ -213,21 +213,20 @@ def vllm_table(src: Source, version: str) -> dict:
     if unclassified:
         raise SourceError(f"{VLLM_REGISTRY}: _VLLM_MODELS and the dicts read differ on {sorted(unclassified)}")
     removed = {arch: str(v) for arch, v in _need(names, _REMOVED_DICT, VLLM_REGISTRY).items()}
-    sizes = _all_reduce_sizes(src, VLLM_ALL_REDUCE)
-    return {
-        "runtime": "vllm",
-        "version": version,
-        "keys_on": "architectures",
-        "served": served,
-        "removed": removed,
-        "suffix_tasks": rules,
-        "tensor_parallel_sources": {
-            "attention_heads": src.line_of(VLLM_MODEL_CONFIG, r"total_num_attention_heads % tensor_parallel_size != 0"),
-            "kv_heads": src.line_of(VLLM_LINEAR, r"if tp_size >= self\.total_num_kv_heads:"),
-            "custom_all_reduce_sizes": sizes[0],
-        },
-        "custom_all_reduce_sizes": sizes[1],
-    }
+    table = _table("vllm", version, "architectures", served, removed, {
+        "attention_heads": src.line_of(VLLM_MODEL_CONFIG, r"total_num_attention_heads % tensor_parallel_size != 0"),
+        "kv_heads": src.line_of(VLLM_LINEAR, r"if tp_size >= self\.total_num_kv_heads:"),
+    }, _all_reduce_sizes(src, VLLM_ALL_REDUCE))
+    return {**table, "suffix_tasks": rules}
+
+
+def _table(runtime: str, version: str, keys_on: str, served: dict, removed: dict, tp_sources: dict[str, str],
+           all_reduce: tuple[str, list[int]] | None = None) -> dict:
+    table = {"runtime": runtime, "version": version, "keys_on": keys_on, "served": served, "removed": removed,
+             "tensor_parallel_sources": tp_sources}
+    if all_reduce is not None:
+        tp_sources["custom_all_reduce_sizes"], table["custom_all_reduce_sizes"] = all_reduce
+    return table
 
 
 def _all_reduce_sizes(src: Source, rel: str) -> tuple[str, list[int]]:
@@ -283,20 +282,10 @@ def sglang_table(src: Source, version: str) -> dict:
             else:
                 task = "generate"
             served[arch] = [task]
-    sizes = _all_reduce_sizes(src, SGLANG_ALL_REDUCE)
-    return {
-        "runtime": "sglang",
-        "version": version,
-        "keys_on": "architectures",
-        "served": served,
-        "removed": {},
-        "tensor_parallel_sources": {
-            "attention_heads": src.line_of(SGLANG_LINEAR, r"self\.num_heads = divide\(self\.total_num_heads, tp_size\)"),
-            "kv_heads": src.line_of(SGLANG_LINEAR, r"if tp_size >= self\.total_num_kv_heads:"),
-            "custom_all_reduce_sizes": sizes[0],
-        },
-        "custom_all_reduce_sizes": sizes[1],
-    }
+    return _table("sglang", version, "architectures", served, {}, {
+        "attention_heads": src.line_of(SGLANG_LINEAR, r"self\.num_heads = divide\(self\.total_num_heads, tp_size\)"),
+        "kv_heads": src.line_of(SGLANG_LINEAR, r"if tp_size >= self\.total_num_kv_heads:"),
+    }, _all_reduce_sizes(src, SGLANG_ALL_REDUCE))
 
 
 # --- TGI -----------------------------------------------------------------------------------------------------------
@@ -313,17 +302,10 @@ def tgi_table(src: Source, version: str) -> dict:
             served[member["type"]] = ["generate"]
     if not served:
         raise SourceError(f"{TGI_MODELS}: ModelType has no members")
-    return {
-        "runtime": "tgi",
-        "version": version,
-        "keys_on": "model_type",
-        "served": served,
-        "removed": {},
-        "tensor_parallel_sources": {
-            "attention_heads": src.line_of(TGI_LLAMA, r"if self\.num_heads % weights\.process_group\.size\(\) != 0"),
-            "kv_heads": src.line_of(TGI_LLAMA, r"if config\.num_key_value_heads % weights\.process_group\.size\(\) != 0"),
-        },
-    }
+    return _table("tgi", version, "model_type", served, {}, {
+        "attention_heads": src.line_of(TGI_LLAMA, r"if self\.num_heads % weights\.process_group\.size\(\) != 0"),
+        "kv_heads": src.line_of(TGI_LLAMA, r"if config\.num_key_value_heads % weights\.process_group\.size\(\) != 0"),
+    })
 
 
 # --- versions and output -------------------------------------------------------------------------------------------

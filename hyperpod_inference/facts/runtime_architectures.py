@@ -284,13 +284,13 @@ VLLM = {
         "MBartForConditionalGeneration": "0.10.2",
         "MllamaForConditionalGeneration": "0.10.2",
     },
-    "suffix_tasks": (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"), ("LMHeadModel", "generate"), ("ForTextEncoding", "embed"), ("EmbeddingModel", "embed"), ("ForSequenceClassification", "classify"), ("ForTokenClassification", "classify"), ("ForAudioClassification", "classify"), ("ForImageClassification", "classify"), ("ForVideoClassification", "classify"), ("ClassificationModel", "classify"), ("ForRewardModeling", "embed"), ("RewardModel", "embed"), ("Model", "embed")),
     "tensor_parallel_sources": {
         "attention_heads": "vllm/config/model.py:1057",
         "kv_heads": "vllm/model_executor/layers/linear.py:964",
         "custom_all_reduce_sizes": "vllm/distributed/device_communicators/custom_all_reduce.py:52",
     },
     "custom_all_reduce_sizes": (2, 4, 6, 8),
+    "suffix_tasks": (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"), ("LMHeadModel", "generate"), ("ForTextEncoding", "embed"), ("EmbeddingModel", "embed"), ("ForSequenceClassification", "classify"), ("ForTokenClassification", "classify"), ("ForAudioClassification", "classify"), ("ForImageClassification", "classify"), ("ForVideoClassification", "classify"), ("ClassificationModel", "classify"), ("ForRewardModeling", "embed"), ("RewardModel", "embed"), ("Model", "embed")),
     "sources": {
         "vllm/config/model.py": "sha256:bb8a629254b756f030ccb1808f72df0a9e537e22ae364521044993448d960c9c",
         "vllm/distributed/device_communicators/custom_all_reduce.py": "sha256:ab020c3831623459971855a3afdc32cd767a765e960126f26b5c04a801265cfd",
