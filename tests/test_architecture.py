@@ -11,7 +11,7 @@ against the table:
 | plan/ | facts/, config/; never aws_cdk, jsii, constructs or cdk8s |
 | constructs/ | facts/, config/, plan/ |
 | charts/ | facts/, config/, plan/, nvme_agent/ |
-| ops/ (init.py, doctor/ (base, runner and one module per check family), policy_eval.py, aws.py, kube.py, cli.py,
+| ops/ (init.py, doctor/ (base, runner and one module per check family), policy_eval.py, aws.py, hub.py, kube.py, cli.py,
   text.py) | facts/, config/, the plan; never aws_cdk, jsii, constructs or cdk8s |
 | composition (assembly/, inference.py, stack.py, app.py, __init__.py, __main__.py: each named in ``MODULES``) | all |
 | nvme_agent/, lambda/ | nothing of the package |
@@ -58,7 +58,7 @@ _JSII = {"aws_cdk", "jsii", "constructs", "cdk8s", "cdk8s_plus_28", "cdk_nag"}
 NEVER_IMPORTS: dict[str, set[str]] = {"ops": _JSII, PLAN: _JSII}
 #: The modules of the parts that name them (a new module must be added here): every composition module by name.
 MODULES: dict[str, set[str]] = {
-    "ops": {"ops/__init__.py", "ops/aws.py", "ops/cli.py", "ops/init.py", "ops/kube.py", "ops/policy_eval.py",
+    "ops": {"ops/__init__.py", "ops/aws.py", "ops/cli.py", "ops/hub.py", "ops/init.py", "ops/kube.py", "ops/policy_eval.py",
             "ops/text.py", "ops/doctor/__init__.py", "ops/doctor/base.py", "ops/doctor/runner.py",
             "ops/doctor/account.py", "ops/doctor/cluster.py", "ops/doctor/kubernetes.py", "ops/doctor/operator.py",
             "ops/doctor/capture.py", "ops/doctor/domain.py", "ops/doctor/model.py"},

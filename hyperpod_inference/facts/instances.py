@@ -2,7 +2,8 @@
 
 Source: the Amazon EC2 instance type specifications for accelerated computing
 (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html: accelerators, vCPUs, memory, instance store); the
-``ml.`` types are the EC2 types of the same name. Hand-maintained. A test checks the table against botocore's
+``ml.`` types are the EC2 types of the same name. Hand-maintained. The accelerator model and memory per accelerator
+are EC2's own figures (:data:`ACCELERATORS`, each with its source). A test checks the table against botocore's
 SageMaker ``ClusterInstanceType`` enum: every GPU / Neuron type there is here or in ``EXCLUDED`` (with the reason),
 every other type is in ``OTHER_TYPES``, and every key here is in the enum.
 
@@ -28,17 +29,71 @@ class InstanceFacts:
     nvme: bool  # has instance-store NVMe (mounted at /opt/dlami/nvme by the HyperPod AMI)
     vcpus: int = 0  # vCPUs of the instance (0 = not known, e.g. for agreed facts of differing candidates)
     memory_gib: int = 0  # memory of the instance, GiB (0 = not known)
+    accelerator_model: str = ""  # e.g. "A10G", "Trainium2" ("" = not known, or candidates that differ)
+    accelerator_memory_mib: int = 0  # memory of one accelerator, MiB, as EC2 reports it (0 = not known)
 
     @property
     def resource(self) -> str:
         """The extended resource the device plugin advertises for these accelerators."""
         return NVIDIA_GPU if self.accelerator == "nvidia" else NEURON
 
+    @property
+    def accelerator_memory_gib(self) -> float:
+        """Memory of one accelerator, GiB (0 = not known)."""
+        return self.accelerator_memory_mib / 1024
+
+
+@dataclass(frozen=True)
+class AcceleratorFacts:
+    """The accelerator of an instance family: its model and the memory of one accelerator, with the source."""
+
+    model: str
+    memory_mib: int  # 0 = not known (no source found: never guessed)
+    source: str
+
+
+# EC2's DescribeInstanceTypes reports each GPU's memory (GpuInfo.Gpus[].MemoryInfo.SizeInMiB: what the GPU makes
+# available, e.g. 22888 MiB for the A10G sold as "24 GB"); Karpenter publishes it for every instance type as the
+# label karpenter.k8s.aws/instance-gpu-memory in its generated reference.
+_EC2_GPU = ("EC2 DescribeInstanceTypes GpuInfo.Gpus[].MemoryInfo.SizeInMiB, as published by aws/karpenter-provider-aws "
+            "website/content/en/preview/reference/instance-types.md (label karpenter.k8s.aws/instance-gpu-memory, "
+            "commit 1d927085, 2026-08-21)")
+_TRAINIUM = ("AWS Neuron documentation, Trainium Architecture: 32 GiB of device memory per Trainium chip "
+             "(https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/trainium.html); "
+             "EC2 DescribeInstanceTypes NeuronInfo.NeuronDevices[].MemoryInfo.SizeInMiB = 32768 for trn1.2xlarge "
+             "(aws/karpenter-provider-aws pkg/fake/zz_generated.describe_instance_types.go)")
+_TRAINIUM2 = ("AWS Neuron documentation, Trainium2 Architecture Guide: a total device memory capacity of 96 GiB per "
+              "Trainium2 device (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/arch/trainium2_arch.html)")
+
+#: Instance family -> its accelerator. Memory per accelerator in MiB, as the source states it.
+ACCELERATORS: dict[str, AcceleratorFacts] = {
+    "g4dn": AcceleratorFacts("T4", 16384, _EC2_GPU),
+    "g5": AcceleratorFacts("A10G", 22888, _EC2_GPU),
+    "g6": AcceleratorFacts("L4", 22888, _EC2_GPU),
+    "g6e": AcceleratorFacts("L40S", 45776, _EC2_GPU),
+    "gr6": AcceleratorFacts("L4", 22888, _EC2_GPU),
+    "p4d": AcceleratorFacts("A100", 40960, _EC2_GPU),
+    "p4de": AcceleratorFacts("A100", 81920, _EC2_GPU),
+    "p5": AcceleratorFacts("H100", 81920, _EC2_GPU),
+    "p5e": AcceleratorFacts("H200", 144384, _EC2_GPU),
+    "p5en": AcceleratorFacts("H200", 144384, _EC2_GPU),
+    "p6-b200": AcceleratorFacts("B200", 183359, _EC2_GPU),
+    "p6-b300": AcceleratorFacts("B300", 275040, _EC2_GPU),
+    # UltraServer nodes: not in the DescribeInstanceTypes data above, and no AWS page found states the memory of one
+    # GPU of this type; unknown rather than guessed from NVIDIA's figures.
+    "p6e-gb200": AcceleratorFacts("B200", 0, "unknown: no AWS source found for the memory per GPU"),
+    "trn1": AcceleratorFacts("Trainium", 32768, _TRAINIUM),
+    "trn1n": AcceleratorFacts("Trainium", 32768, _TRAINIUM),
+    "trn2": AcceleratorFacts("Trainium2", 98304, _TRAINIUM2),
+}
+
 
 def _family(accelerator: Accelerator, sizes: dict[str, tuple[int, int, int]], family: str,
             nvme: bool = True) -> dict[str, InstanceFacts]:
-    """``sizes``: size -> (accelerators, vCPUs, memory GiB)."""
-    return {f"ml.{family}.{size}": InstanceFacts(accelerator, count, nvme, vcpus, memory)
+    """``sizes``: size -> (accelerators, vCPUs, memory GiB); the accelerator model and memory from
+    :data:`ACCELERATORS`."""
+    acc = ACCELERATORS[family]
+    return {f"ml.{family}.{size}": InstanceFacts(accelerator, count, nvme, vcpus, memory, acc.model, acc.memory_mib)
             for size, (count, vcpus, memory) in sizes.items()}
 
 
@@ -50,19 +105,19 @@ _G6E_SIZES = {"xlarge": (1, 4, 32), "2xlarge": (1, 8, 64), "4xlarge": (1, 16, 12
               "48xlarge": (8, 192, 1536)}
 
 INSTANCES: dict[str, InstanceFacts] = {
-    **_family("nvidia", _G5_SIZES, "g5"),  # A10G
-    **_family("nvidia", _G5_SIZES, "g6"),  # L4 (same vCPU and memory per size as g5)
-    **_family("nvidia", _G6E_SIZES, "g6e"),  # L40S
+    **_family("nvidia", _G5_SIZES, "g5"),
+    **_family("nvidia", _G5_SIZES, "g6"),  # same vCPU and memory per size as g5
+    **_family("nvidia", _G6E_SIZES, "g6e"),
     **_family("nvidia", {"xlarge": (1, 4, 16), "2xlarge": (1, 8, 32), "4xlarge": (1, 16, 64), "8xlarge": (1, 32, 128),
-                         "16xlarge": (1, 64, 256), "12xlarge": (4, 48, 192)}, "g4dn"),  # T4
-    **_family("nvidia", {"4xlarge": (1, 16, 128), "8xlarge": (1, 32, 256)}, "gr6"),  # L4, more memory per vCPU
-    **_family("nvidia", {"24xlarge": (8, 96, 1152)}, "p4d"),  # A100 40 GB
-    **_family("nvidia", {"24xlarge": (8, 96, 1152)}, "p4de"),  # A100 80 GB
-    **_family("nvidia", {"4xlarge": (1, 16, 256), "48xlarge": (8, 192, 2048)}, "p5"),  # H100
-    **_family("nvidia", {"48xlarge": (8, 192, 2048)}, "p5e"),  # H200
-    **_family("nvidia", {"48xlarge": (8, 192, 2048)}, "p5en"),  # H200
-    **_family("nvidia", {"48xlarge": (8, 192, 2048)}, "p6-b200"),  # B200
-    **_family("nvidia", {"48xlarge": (8, 192, 4096)}, "p6-b300"),  # B300
+                         "16xlarge": (1, 64, 256), "12xlarge": (4, 48, 192)}, "g4dn"),
+    **_family("nvidia", {"4xlarge": (1, 16, 128), "8xlarge": (1, 32, 256)}, "gr6"),  # more memory per vCPU
+    **_family("nvidia", {"24xlarge": (8, 96, 1152)}, "p4d"),
+    **_family("nvidia", {"24xlarge": (8, 96, 1152)}, "p4de"),
+    **_family("nvidia", {"4xlarge": (1, 16, 256), "48xlarge": (8, 192, 2048)}, "p5"),
+    **_family("nvidia", {"48xlarge": (8, 192, 2048)}, "p5e"),
+    **_family("nvidia", {"48xlarge": (8, 192, 2048)}, "p5en"),
+    **_family("nvidia", {"48xlarge": (8, 192, 2048)}, "p6-b200"),
+    **_family("nvidia", {"48xlarge": (8, 192, 4096)}, "p6-b300"),
     **_family("nvidia", {"36xlarge": (4, 144, 960)}, "p6e-gb200"),  # GB200: 4 B200 GPUs per node
     **_family("neuron", {"32xlarge": (16, 128, 512)}, "trn1"),
     **_family("neuron", {"32xlarge": (16, 128, 512)}, "trn1n"),
@@ -167,7 +222,7 @@ def smallest(instance_types: list[str] | tuple[str, ...]) -> InstanceFacts | Non
     if not facts:
         return None
     return InstanceFacts(facts[0].accelerator, min(f.count for f in facts), all(f.nvme for f in facts),
-                         min(f.vcpus for f in facts), min(f.memory_gib for f in facts))
+                         min(f.vcpus for f in facts), min(f.memory_gib for f in facts), *_accelerator_of(facts))
 
 
 def instance_facts(instance_type: str) -> InstanceFacts | None:
@@ -186,4 +241,11 @@ def agreed_facts(instance_types: list[str] | tuple[str, ...]) -> InstanceFacts |
     accelerator, count = next(iter(kinds))
     known = [f for f in facts if f is not None]
     return InstanceFacts(accelerator, count, all(f.nvme for f in known), min(f.vcpus for f in known),
-                         min(f.memory_gib for f in known))
+                         min(f.memory_gib for f in known), *_accelerator_of(known))
+
+
+def _accelerator_of(facts: list[InstanceFacts]) -> tuple[str, int]:
+    """(model, memory per accelerator MiB) every candidate offers: the model when they share one, the least memory
+    (0 when one is unknown)."""
+    models = {f.accelerator_model for f in facts}
+    return (models.pop() if len(models) == 1 else ""), min(f.accelerator_memory_mib for f in facts)

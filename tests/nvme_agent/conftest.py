@@ -11,7 +11,7 @@ import pytest
 from hyperpod_inference import nvme_agent
 from hyperpod_inference.nvme_agent import space
 
-from .fake_hub import FakeHub
+from ..fakes.hub import FakeHub
 
 # the folder that contains the package directory `nvme_agent`, as the ConfigMap mount does
 AGENT_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(nvme_agent.__file__)))

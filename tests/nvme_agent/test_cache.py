@@ -10,8 +10,8 @@ import pytest
 
 from hyperpod_inference.nvme_agent import layout, model_relative_dir
 
+from ..fakes.hub import Repo
 from .conftest import run_agent, victim_dir
-from .fake_hub import Repo
 from .test_hf import COMMIT
 from .test_hf import spec_of as hf_spec
 from .test_s3 import put_model, s3_gets  # noqa: F401 - s3_gets: a fixture

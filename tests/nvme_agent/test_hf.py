@@ -10,8 +10,8 @@ import time
 
 from hyperpod_inference.nvme_agent import cache, layout, model_relative_dir
 
+from ..fakes.hub import Repo
 from .conftest import agent_cmd, agent_env, run_agent
-from .fake_hub import Repo
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

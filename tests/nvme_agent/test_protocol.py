@@ -10,7 +10,7 @@ from hyperpod_inference.nvme_agent import checksums, model_relative_dir
 from hyperpod_inference.nvme_agent.config import AgentConfig
 from hyperpod_inference.nvme_agent.source import Source, open_source
 
-from .fake_hub import Repo
+from ..fakes.hub import Repo
 from .test_hf import COMMIT
 
 FILES = {"config.json": b'{"a": 1}', "tokenizer/tokenizer.json": os.urandom(3000),

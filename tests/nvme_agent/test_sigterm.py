@@ -14,8 +14,8 @@ import pytest
 
 from hyperpod_inference.nvme_agent import cache, layout, model_relative_dir
 
+from ..fakes.hub import Repo
 from .conftest import AGENT_PARENT, FAKE_AWS, agent_env, run_agent
-from .fake_hub import Repo
 from .stall_s3 import StallS3
 from .test_hf import COMMIT
 

@@ -47,6 +47,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.validate import validate_parameters
 from moto.server import ThreadedMotoServer
 
+from tests.fakes.hub_repos import model_hub  # noqa: F401 - a fixture: the Hub on loopback
 from tests.nvme_agent.fake_kube import FakeKube
 
 ACCOUNT = "123456789012"  # moto's default account
