@@ -16,7 +16,8 @@ from hyperpod_inference.config import parse_config
 from hyperpod_inference.facts import naming
 from hyperpod_inference.ops import doctor
 from hyperpod_inference.ops.aws import Aws
-from tests.ops.conftest import Account, full_config, run_doctor, run_init
+from tests.fake_aws import Account
+from tests.ops.conftest import full_config, run_doctor, run_init
 
 CHECK = "cluster.object-owners"
 #: The Kubernetes scope of stack HyperPodInference (docs/ownership.md; the synth test below checks doctor's).
