@@ -19,6 +19,7 @@ against botocore's service model:
 - Route 53 zone IDs: moto's do not start with ``Z`` as real ones do; the account gives ``Z<moto's ID>`` to the
   config and maps it back on the way in (``GetHostedZone``).
 - EKS ``DescribeCluster``: moto omits ``resourcesVpcConfig.vpcId`` and ``accessConfig``; the account adds them.
+  moto gives every cluster of a process the same OIDC issuer, AWS each its own: the second cluster gets its own.
 - EKS add-ons and access entries: moto has no such API (it answers an HTML page with HTTP 404); :class:`FakeEks`
   answers ``ListAddons``, ``DescribeAddon``, ``ListAccessEntries``, ``DescribeAccessEntry`` and
   ``ListAssociatedAccessPolicies`` (on a ``CONFIG_MAP`` cluster the access-entry calls are refused as EKS refuses
@@ -36,9 +37,11 @@ against botocore's service model:
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime
 import functools
+import hashlib
 import json
 import re
 import urllib.request
@@ -192,6 +195,8 @@ class Account:
     other_kube: dict[str, FakeKube] = field(default_factory=dict)
     #: HyperPod cluster name -> (its real-shaped ARN, its EKS cluster's name)
     hyperpods: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: the PEM of the fake Kubernetes APIs' certificate authority when they serve TLS (``FakeKube(tls=...)``)
+    kube_ca: bytes | None = None
 
     def client(self, service: str, account: str = ACCOUNT) -> Any:
         """A client for setting the account up (not recorded, not patched)."""
@@ -257,6 +262,8 @@ class Account:
             return False
         cluster.setdefault("resourcesVpcConfig", {})["vpcId"] = self.ids["vpc_id"]
         cluster.setdefault("accessConfig", {"authenticationMode": fake.mode})
+        if f"issuer:{fake.cluster}" in self.ids:
+            cluster["identity"] = {"oidc": {"issuer": self.ids[f"issuer:{fake.cluster}"]}}
         if fake is self.eks:
             cluster.update(copy.deepcopy(self.eks_patch))
         return True
@@ -270,7 +277,8 @@ class Account:
     def _patch_stack_outputs(self, parsed: dict) -> bool:
         changed = False
         for stack in parsed.get("Stacks") or []:
-            if stack.get("Outputs") or not stack.get("StackStatus", "").endswith("_COMPLETE"):
+            status = stack.get("StackStatus", "")
+            if stack.get("Outputs") or not status.endswith("_COMPLETE") or status == "DELETE_COMPLETE":
                 continue
             outputs = self._template_outputs(stack["StackName"])
             if outputs:
@@ -283,8 +291,9 @@ class Account:
         cfn = self.client("cloudformation")
         body = cfn.get_template(StackName=stack_name)["TemplateBody"]
         template = body if isinstance(body, dict) else yaml.load(body, Loader=_CfnLoader)  # noqa: S506 - tags only
-        physical = {r["LogicalResourceId"]: r.get("PhysicalResourceId", "")
-                    for r in cfn.describe_stack_resources(StackName=stack_name)["StackResources"]}
+        physical = {r["LogicalResourceId"]: r.get("PhysicalResourceId", "")  # moto's skipped types have no ID
+                    for r in cfn.describe_stack_resources(StackName=stack_name)["StackResources"]
+                    if r.get("LogicalResourceId")}
         out = []
         for key, output in (template.get("Outputs") or {}).items():
             value = output.get("Value")
@@ -396,6 +405,9 @@ def _hyperpod_cluster(account: Account, name: str, arn: str, eks_name: str, subn
     node_role = c("iam").get_role(RoleName="hp-node-role")["Role"]["Arn"]
     eks = c("eks").create_cluster(name=eks_name, version="1.33", roleArn=cluster_role,
                                   resourcesVpcConfig={"subnetIds": subnets})["cluster"]
+    if eks_name != EKS:  # its own issuer (moto's is the same for every cluster)
+        issuer = f"https://oidc.eks.{REGION}.amazonaws.com/id/{hashlib.sha256(eks_name.encode()).hexdigest()[:32].upper()}"
+        eks["identity"]["oidc"]["issuer"] = account.ids[f"issuer:{eks_name}"] = issuer
     c("iam").create_open_id_connect_provider(Url=eks["identity"]["oidc"]["issuer"], ClientIDList=["sts.amazonaws.com"],
                                              ThumbprintList=["9e99a48a9960b14926bb7f3b02e22da2b0ab7280"])
     lifecycle = {"SourceS3Uri": f"s3://sagemaker-lifecycle-{ACCOUNT}/scripts", "OnCreate": "on_create.sh"}
@@ -407,13 +419,15 @@ def _hyperpod_cluster(account: Account, name: str, arn: str, eks_name: str, subn
     return eks
 
 
-def write_kubeconfig(path: Path, clusters: dict[str, str], token: str = KUBE_TOKEN) -> None:
+def write_kubeconfig(path: Path, clusters: dict[str, str], token: str = KUBE_TOKEN, ca: bytes | None = None) -> None:
     """A kubeconfig as ``aws eks update-kubeconfig`` writes one per cluster (context, cluster and user named by the
-    cluster's ARN), for ``clusters`` (EKS cluster ARN -> API server URL); the first is the current context."""
+    cluster's ARN), for ``clusters`` (EKS cluster ARN -> API server URL); the first is the current context. ``ca``:
+    the PEM of the servers' certificate authority (``certificate-authority-data``)."""
     arns = list(clusters)
+    trust = {"certificate-authority-data": base64.b64encode(ca).decode()} if ca else {}
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": arns[0],
-        "clusters": [{"name": arn, "cluster": {"server": url}} for arn, url in clusters.items()],
+        "clusters": [{"name": arn, "cluster": {"server": url, **trust}} for arn, url in clusters.items()],
         "contexts": [{"name": arn, "context": {"cluster": arn, "user": arn}} for arn in arns],
         "users": [{"name": arn, "user": {"token": token}} for arn in arns]}))
 
@@ -468,8 +482,9 @@ def build_account(account: Account, *, bootstrapped: bool = True, legacy: bool =
         "spec": {"versions": [{"name": "v1", "served": True}, {"name": "v1beta1", "served": False}]}}
     servers = {eks["arn"]: account.kube.url}
     if legacy:
-        servers[_legacy_cluster(account, subnets, new_kube or FakeKube)] = account.other_kube[LEGACY_EKS].url
-    write_kubeconfig(account.kubeconfig, servers)
+        legacy_arn = _legacy_cluster(account, subnets, new_kube or FakeKube)
+        servers[legacy_arn] = account.other_kube[LEGACY_EKS].url
+    write_kubeconfig(account.kubeconfig, servers, ca=account.kube_ca)
 
 
 def _legacy_cluster(account: Account, subnets: list[str], new_kube: Callable[[], FakeKube]) -> str:
