@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import copy
 import datetime
+import functools
 import http.client
 import json
 import re
@@ -32,12 +33,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from xml.sax.saxutils import escape
 
+import botocore.session
 from botocore.awsrequest import HeadersDict
 from botocore.exceptions import UnknownServiceError
 from botocore.parsers import create_parser
 from botocore.serialize import create_serializer
 
-from tests.fake_aws import Account, service_model
+from tests.fake_aws import Account
 
 TIMEOUT_SECONDS = 60
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/\d{8}/[^/]+/([^/]+)/aws4_request")
@@ -78,6 +80,18 @@ class Call:
 
 
 # ------------------------------------------------------------------------------------------- reading a request
+@functools.cache
+def _session() -> botocore.session.Session:
+    """A session of its own: the service models as published. A client changes its model (botocore strips
+    ``/{Bucket}`` from every S3 request URI when it makes an S3 client), and clients share a session's models."""
+    return botocore.session.Session()
+
+
+@functools.cache
+def service_model(name: str) -> Any:
+    return _session().get_service_model(name)
+
+
 def _signed_by(headers: dict[str, str]) -> tuple[str, str] | None:
     """(access key, signing name) of a SigV4 request."""
     found = _CREDENTIAL.search(headers.get("authorization", ""))
