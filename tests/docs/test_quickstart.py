@@ -56,7 +56,7 @@ MODULE_COMMANDS = module_commands()
 
 
 def test_the_quickstart_shows_module_commands():
-    assert any(page == "quickstart.md" and args.startswith("init ") for page, args in MODULE_COMMANDS)
+    assert any(page == "quickstart.md" and args.startswith("validate ") for page, args in MODULE_COMMANDS)
 
 
 @pytest.mark.parametrize(("page", "args"), MODULE_COMMANDS, ids=[f"{p}:{a[:50]}" for p, a in MODULE_COMMANDS])
