@@ -62,8 +62,9 @@ INSTANCE_TYPE = "ml.g5.8xlarge"
 GROUP = "inference.sagemaker.aws.amazon.com"
 #: The longest a command of the journey may run (a deploy under a loaded machine included).
 COMMAND_TIMEOUT = 900
-#: Variables that could point a command at a real account or cluster, or change how it finds credentials.
-_AMBIENT = re.compile(r"^(AWS_|KUBECONFIG$|CDK_)")
+#: Variables that could point a command at a real account or cluster, or change how it finds credentials; and those
+#: of a make that runs the tests (its command-line variables would reach the journey's make through MAKEFLAGS).
+_AMBIENT = re.compile(r"^(AWS_|KUBECONFIG$|CDK_|MAKE|MFLAGS$)")
 
 
 @dataclass
