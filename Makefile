@@ -3,10 +3,12 @@
 #   Both install exactly what the locks name: uv.lock (Python), package-lock.json (Node), security/checkov-requirements.txt
 # make lock: refresh the locks to the newest versions pyproject.toml, package.json and security/checkov.in allow
 # make test-latest: the same suite in .venv-latest, with the newest versions pyproject.toml allows (not the lock)
-# make init HYPERPOD_CLUSTER=<name> [REGION=...] [INIT_OUTPUT=my-cluster.yaml]: a starter config from a real cluster
+# make init HYPERPOD_CLUSTER=<name> [REGION=...] [INIT_OUTPUT=my-cluster.yaml] [KUBECTL_ROLE_ARN=<role ARN>]: a
+#   starter config from a real cluster (KUBECTL_ROLE_ARN: the cluster-admin role, needed where only aws-auth maps one)
 # make doctor CONFIG=<file>: read-only checks of the account and the cluster; make bootstrap / diff / deploy / destroy
 #   CONFIG=<file> [STACKS=<stack names>] [CDK_ARGS=...]: the CDK CLI with the venv's Python and the pinned Node.js,
-#   from any shell (deploy / destroy: every stack of the config files unless STACKS names some)
+#   from any shell (deploy / destroy: every stack of the config files unless STACKS names some; the cloud assembly
+#   goes to OUT). Without a prompt, as CI runs them: make deploy ... APPROVAL=never, make destroy ... FORCE=1
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -25,8 +27,8 @@ LATEST_VENV := .venv-latest
 export UV_PYTHON_DOWNLOADS := never
 export CDK_DISABLE_CLI_TELEMETRY := true
 # the venv's python3 (cdk.json runs `python3 app.py`) and the Node 22 that package.json pins (jsii supports ^22 and
-# ^24; the system's Node may be older), ahead of everything else
-export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
+# ^24; the system's Node may be older), ahead of everything else (VENV may be a relative or an absolute path)
+export PATH := $(abspath $(BIN)):$(CURDIR)/node_modules/.bin:$(PATH)
 CONFIG ?= hyperpod.yaml
 OUT ?= cdk.out
 PYTEST_ARGS ?=
@@ -36,11 +38,16 @@ PYTEST_WORKERS ?= auto
 HYPERPOD_CLUSTER ?=
 REGION ?=
 INIT_OUTPUT ?= my-cluster.yaml
+KUBECTL_ROLE_ARN ?=
 DOCTOR_ARGS ?=
 OUTPUTS_FILE ?= outputs.json
 # stack names for diff / deploy / destroy (default: every stack of CONFIG); more CDK CLI arguments for those and synth
 STACKS ?=
 CDK_ARGS ?=
+# deploy / destroy without a prompt: APPROVAL=never (cdk deploy --require-approval never; or any-change, broadening),
+# FORCE=1 (cdk destroy --force)
+APPROVAL ?=
+FORCE ?=
 
 .PHONY: synth test test-latest lock lint deps clean schema bench diagram dashboards promtool init doctor bootstrap diff deploy destroy
 deps: $(STAMP) $(NPM_STAMP) $(CHECKOV_STAMP) promtool
@@ -89,25 +96,26 @@ synth: $(STAMP) $(NPM_STAMP)
 	@echo "template: $$(ls $(OUT)/*.template.json)"; echo "manifests: $$(ls $(OUT)/manifests/)"
 
 init: $(STAMP)
-	@test -n "$(HYPERPOD_CLUSTER)" || { echo "usage: make init HYPERPOD_CLUSTER=<name or ARN> [REGION=us-west-2] [INIT_OUTPUT=my-cluster.yaml]" >&2; exit 2; }
-	$(BIN)/python -m hyperpod_inference init --hyperpod-cluster $(HYPERPOD_CLUSTER) $(if $(REGION),--region $(REGION)) -o $(INIT_OUTPUT)
+	@test -n "$(HYPERPOD_CLUSTER)" || { echo "usage: make init HYPERPOD_CLUSTER=<name or ARN> [REGION=us-west-2] [INIT_OUTPUT=my-cluster.yaml] [KUBECTL_ROLE_ARN=<role ARN>]" >&2; exit 2; }
+	$(BIN)/python -m hyperpod_inference init $(strip --hyperpod-cluster $(HYPERPOD_CLUSTER) $(if $(REGION),--region \
+		$(REGION)) $(if $(KUBECTL_ROLE_ARN),--kubectl-role-arn $(KUBECTL_ROLE_ARN))) -o $(INIT_OUTPUT)
 
 doctor: $(STAMP)
 	$(BIN)/python -m hyperpod_inference doctor -c $(CONFIG) $(DOCTOR_ARGS)
 
 # cdk bootstrap of the account and Region of the config's env
 bootstrap: $(STAMP) $(NPM_STAMP)
-	$(CDK) bootstrap --no-notices -c config=$(CONFIG)
+	$(CDK) bootstrap --no-notices -o $(OUT) -c config=$(CONFIG)
 
 deploy: $(STAMP) $(NPM_STAMP)
-	$(CDK) deploy --no-notices -c config=$(CONFIG) --outputs-file $(OUTPUTS_FILE) $(strip $(CDK_ARGS) $(or $(STACKS),--all))
+	$(CDK) deploy --no-notices -o $(OUT) -c config=$(CONFIG) --outputs-file $(OUTPUTS_FILE) $(strip $(if $(APPROVAL),--require-approval $(APPROVAL)) $(CDK_ARGS) $(or $(STACKS),--all))
 
 destroy: $(STAMP) $(NPM_STAMP)
-	$(CDK) destroy --no-notices -c config=$(CONFIG) $(strip $(CDK_ARGS) $(or $(STACKS),--all))
+	$(CDK) destroy --no-notices -o $(OUT) -c config=$(CONFIG) $(strip $(if $(filter 1 true yes,$(FORCE)),--force) $(CDK_ARGS) $(or $(STACKS),--all))
 
 # what a deploy would change (read before every upgrade: docs/upgrades.md)
 diff: $(STAMP) $(NPM_STAMP)
-	$(CDK) diff --no-notices -c config=$(CONFIG) $(strip $(CDK_ARGS) $(STACKS))
+	$(CDK) diff --no-notices -o $(OUT) -c config=$(CONFIG) $(strip $(CDK_ARGS) $(STACKS))
 
 test: deps
 	$(BIN)/ruff check hyperpod_inference tests benchmarks tools

@@ -34,6 +34,8 @@ from .text import one_line
 EXIT_WRITTEN, EXIT_NOT_WRITTEN, EXIT_USAGE, EXIT_UNREADABLE = 0, 1, 2, 3
 #: The longest comment init writes (an AWS error in a note is cut well before).
 MAX_COMMENT_CHARS = 400
+#: How a role is given to init, on the command line and through make.
+GIVE_ROLE = "with --kubectl-role-arn (make init KUBECTL_ROLE_ARN=<role ARN>)"
 
 
 class InitError(Exception):
@@ -122,16 +124,16 @@ def _admin_role(aws: Aws, eks_name: str, eks: dict) -> tuple[str, str]:
     admin_policy = eks_cluster_admin_policy_arn(aws.region)
     fix = (f"create one (aws eks create-access-entry --cluster-name {eks_name} --principal-arn <role ARN>; aws eks "
            f"associate-access-policy --cluster-name {eks_name} --principal-arn <role ARN> --policy-arn "
-           f"{admin_policy} --access-scope type=cluster) or give one with --kubectl-role-arn")
+           f"{admin_policy} --access-scope type=cluster) or give one {GIVE_ROLE}")
     mode = str((eks.get("accessConfig") or {}).get("authenticationMode") or "CONFIG_MAP")
     if mode == "CONFIG_MAP":
         raise InitError(f"the EKS cluster {eks_name} uses only the aws-auth ConfigMap: give the role mapped to "
-                        "system:masters with --kubectl-role-arn")
+                        f"system:masters {GIVE_ROLE}")
     try:
         principals = list(aws.pages("eks", "ListAccessEntries", "accessEntries", clusterName=eks_name))
     except Skip as skip:
         raise InitError(f"the access entries of {eks_name} cannot be listed ({skip.reason}): give the cluster-admin "
-                        "role with --kubectl-role-arn", EXIT_UNREADABLE) from None
+                        f"role {GIVE_ROLE}", EXIT_UNREADABLE) from None
     for principal in principals:
         if ":role/" not in principal:
             continue

@@ -58,7 +58,7 @@ MODULE_COMMANDS = module_commands()
 
 
 def test_the_quickstart_shows_module_commands():
-    assert any(page == "quickstart.md" and args.startswith("init ") for page, args in MODULE_COMMANDS)
+    assert any(page == "quickstart.md" and args.startswith("validate ") for page, args in MODULE_COMMANDS)
 
 
 @pytest.mark.parametrize(("page", "args"), MODULE_COMMANDS, ids=[f"{p}:{a[:50]}" for p, a in MODULE_COMMANDS])
@@ -86,10 +86,20 @@ def test_the_quickstart_needs_nothing_on_path():
      ".venv/bin/python -m hyperpod_inference init --hyperpod-cluster my-hp-cluster --region us-west-2 -o "
      "my-cluster.yaml"),
     ("doctor CONFIG=my-cluster.yaml", ".venv/bin/python -m hyperpod_inference doctor -c my-cluster.yaml"),
-    ("bootstrap CONFIG=my-cluster.yaml", "node_modules/.bin/cdk bootstrap --no-notices -c config=my-cluster.yaml"),
-    ("deploy CONFIG=my-cluster.yaml", "node_modules/.bin/cdk deploy --no-notices -c config=my-cluster.yaml "
+    ("bootstrap CONFIG=my-cluster.yaml", "node_modules/.bin/cdk bootstrap --no-notices -o cdk.out -c config=my-cluster.yaml"),
+    ("deploy CONFIG=my-cluster.yaml", "node_modules/.bin/cdk deploy --no-notices -o cdk.out -c config=my-cluster.yaml "
                                       "--outputs-file outputs.json --all"),
-    ("destroy CONFIG=my-cluster.yaml", "node_modules/.bin/cdk destroy --no-notices -c config=my-cluster.yaml --all"),
+    ("destroy CONFIG=my-cluster.yaml", "node_modules/.bin/cdk destroy --no-notices -o cdk.out -c config=my-cluster.yaml "
+                                       "--all"),
+    # the forms CI runs: no prompt
+    ("deploy CONFIG=my-cluster.yaml APPROVAL=never", "node_modules/.bin/cdk deploy --no-notices -o cdk.out "
+     "-c config=my-cluster.yaml --outputs-file outputs.json --require-approval never --all"),
+    ("destroy CONFIG=my-cluster.yaml FORCE=1", "node_modules/.bin/cdk destroy --no-notices -o cdk.out "
+     "-c config=my-cluster.yaml --force --all"),
+    ("init HYPERPOD_CLUSTER=my-hp-cluster REGION=us-west-2 INIT_OUTPUT=my-cluster.yaml "
+     "KUBECTL_ROLE_ARN=arn:aws:iam::111122223333:role/hp-eks-admin",
+     ".venv/bin/python -m hyperpod_inference init --hyperpod-cluster my-hp-cluster --region us-west-2 "
+     "--kubectl-role-arn arn:aws:iam::111122223333:role/hp-eks-admin -o my-cluster.yaml"),
 ])
 def test_each_make_target_runs_the_venv_and_the_pinned_cli(target, runs):
     # GIVEN the target as the quickstart writes it / WHEN make prints what it would run (make -n)
@@ -99,7 +109,7 @@ def test_each_make_target_runs_the_venv_and_the_pinned_cli(target, runs):
     # PATH the CDK app runs under
     assert done.returncode == 0, done.stderr
     assert runs in [line.strip() for line in done.stdout.splitlines()]
-    assert "export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)" in (REPO / "Makefile").read_text()
+    assert "export PATH := $(abspath $(BIN)):$(CURDIR)/node_modules/.bin:$(PATH)" in (REPO / "Makefile").read_text()
 
 
 def test_the_steps_come_in_order():

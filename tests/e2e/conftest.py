@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -129,12 +130,12 @@ def _free_loopback_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    """``moto_server`` on a free loopback port for the whole session; stopped at the end."""
+@contextlib.contextmanager
+def running_moto_server(folder: Path) -> Iterator[MotoServer]:
+    """``moto_server`` on a free loopback port (its log in ``folder``), stopped on exit."""
     exe = shutil.which("moto_server", path=str(VENV_BIN)) or pytest.fail("moto_server not in the venv", pytrace=False)
     port = _free_loopback_port()
-    log = tmp_path_factory.mktemp("moto") / "moto_server.log"
+    log = folder / "moto_server.log"
     with log.open("w") as out:
         proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
@@ -158,3 +159,10 @@ def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    """``moto_server`` on a free loopback port for the whole session; stopped at the end."""
+    with running_moto_server(tmp_path_factory.mktemp("moto")) as server:
+        yield server

@@ -6,17 +6,46 @@ ignores ``labelSelector`` (the agent checks the labels itself) but records every
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
 import ssl
 import threading
 import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 PATHS = {"configmaps": "/api/v1", "pods": "/api/v1", "daemonsets": "/apis/apps/v1", "deployments": "/apis/apps/v1",
          "statefulsets": "/apis/apps/v1", "replicasets": "/apis/apps/v1", "jobs": "/apis/batch/v1",
          "cronjobs": "/apis/batch/v1"}
 SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
+def loopback_tls(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A CA-less self-signed certificate for 127.0.0.1 (cryptography comes with moto), written to ``folder``:
+    (the certificate's file, which a client trusts as its CA; the server's TLS context for ``FakeKube(tls=...)``)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "ca.crt", folder / "tls.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    return cert_file, context
 
 
 def pod_spec(*configmaps: str, projected: bool = False) -> dict:

@@ -3,16 +3,12 @@ the agent runs as a subprocess, as the Job runs it."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
-import ssl
-
 import pytest
 
 from hyperpod_inference.charts.agent_bundle import agent_bundle, agent_code_hash
 
 from .conftest import run_agent
-from .fake_kube import FakeKube, pod_spec
+from .fake_kube import FakeKube, loopback_tls, pod_spec
 from .test_shipped import bootstrap
 
 PREFIX = "s1-nvme-agent"
@@ -216,34 +212,9 @@ def test_gc_gives_up_at_its_timeout_when_the_api_does_not_answer(token_file):
     assert "timed out after 1.0s" in result.stderr and "the API did not answer" in result.stderr
 
 
-def _self_signed(tmp_path):
-    """A CA-less self-signed certificate for 127.0.0.1 (cryptography comes with moto): (cert file, server context)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = tmp_path / "ca.crt", tmp_path / "tls.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
-    return cert_file, context
-
-
 def test_the_shipped_gc_reaches_the_in_cluster_api_over_tls_with_the_service_account(tmp_path, token_file):
     # GIVEN the API over TLS, found as a pod finds it (KUBERNETES_SERVICE_HOST / _PORT, the service account's CA)
-    cert_file, context = _self_signed(tmp_path)
+    cert_file, context = loopback_tls(tmp_path)
     kube = FakeKube(tls=context)
     try:
         old = f"{PREFIX}-0123456789"

@@ -9,7 +9,8 @@ import yaml
 
 from hyperpod_inference.config import load_config
 from hyperpod_inference.ops.doctor.account import MIN_BOOTSTRAP_VERSION
-from tests.ops.conftest import ACCOUNT, EKS, HYPERPOD_ARN, REGION, run_init
+from tests.fake_aws import ACCOUNT, EKS, HYPERPOD_ARN, REGION
+from tests.ops.conftest import run_init
 
 
 def test_init_writes_the_clusters_values_with_their_sources(account, capsys):

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from hyperpod_inference.ops.aws import is_read_operation
-from tests.ops.conftest import ACCOUNT, REGION, Account, full_config, run_doctor, run_init
+from tests.fake_aws import ACCOUNT, REGION, Account
+from tests.ops.conftest import full_config, run_doctor, run_init
 
 CHECK = "alarms.topic"
 STACK_ALARMS = f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:HyperPodInference-*"

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from hyperpod_inference.facts.rbac import AGENT_GC_ROLE_RULES, CREATE_ROLE_RULES, RBAC_GROUP
-from tests.ops.conftest import Account, full_config, run_doctor, run_init
+from tests.fake_aws import Account
+from tests.ops.conftest import full_config, run_doctor, run_init
 
 CHECK = "cluster.agent-role"
 NAMESPACE = "inference"

@@ -17,7 +17,8 @@ from hyperpod_inference.facts import naming
 from hyperpod_inference.ops.aws import Aws
 from hyperpod_inference.ops.doctor.base import Context
 from hyperpod_inference.ops.doctor.kubernetes import PlannedObject, planned_objects
-from tests.ops.conftest import Account, full_config, run_doctor, run_init
+from tests.fake_aws import Account
+from tests.ops.conftest import full_config, run_doctor, run_init
 
 CHECK = "cluster.object-owners"
 #: The Kubernetes scope of stack HyperPodInference (docs/ownership.md; the synth test below checks doctor's).

@@ -15,25 +15,24 @@ from hyperpod_inference.facts import operator as operator_facts
 from hyperpod_inference.ops.aws import is_read_operation
 from hyperpod_inference.ops.doctor import kubernetes, model, runner
 from hyperpod_inference.ops.doctor.base import MAX_FIELD_CHARS, STACK_TAG, Result
-from tests.ops.conftest import (
+from tests.fake_aws import (
     ACCOUNT,
+    AWS_AUTH_PATH,
     EKS,
+    ESO_CRD_PATH,
     KUBECTL_ROLE,
     MODEL_BUCKET,
     OTHER_ACCOUNT,
     REGION,
     Account,
-    full_config,
-    run_doctor,
-    run_init,
 )
+from tests.ops.conftest import full_config, run_doctor, run_init
 
 STACK = "HyperPodInference"
 CAPTURE_BUCKET = f"hyperpodinference-capture-{ACCOUNT}-{REGION}"
 TLS_BUCKET = f"hyperpod-tls-hyperpodinference-{ACCOUNT}-{REGION}"
 OPERATOR_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/inferenceendpointconfigs." \
                "inference.sagemaker.aws.amazon.com"
-ESO_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/externalsecrets.external-secrets.io"
 ENDPOINT_CR = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/inference/inferenceendpointconfigs/qwen-hf"
 
 
@@ -166,7 +165,7 @@ def _endpoint_of_another_stack(a: Account, _: dict) -> None:
 
 
 def _no_eso(a: Account, _: dict) -> None:
-    del a.kube.static[ESO_CRD]
+    del a.kube.static[ESO_CRD_PATH]
 
 
 def _empty_prefix(a: Account, _: dict) -> None:
@@ -468,8 +467,6 @@ def test_a_broken_kubeconfig_fails_its_check_naming_the_file(account, init_confi
     assert {r["status"] for r in results if r["check"] == "cluster.namespaces"} == {"skip"}
     assert status == 1
 
-
-AWS_AUTH_PATH = "/api/v1/namespaces/kube-system/configmaps/aws-auth"
 
 
 def _aws_auth_only(account: Account, map_roles: str | None) -> None:
