@@ -324,7 +324,8 @@ def markdown(result: dict[str, Any], rounds: int) -> str:
                     "manifests applied as `KubernetesManifest`",
     }
     lines = [
-        "`python benchmarks/synth.py --rounds N`: wall time of `cdk synth --no-notices -q -o <fresh dir>`, the default "
+        "`python benchmarks/synth.py --rounds N`: wall time of the CDK CLI's `synth --no-notices -q -o <fresh dir>` (what "
+        "`make synth` runs), the default "
         "app (default `hyperpod.yaml`: one endpoint, kubectl delivery, cdk-nag on) against apps in a temporary folder "
         "(same venv, CLI, flags and feature flags), interleaved in alternating order after one untimed warm-up each. "
         f"Machine: {machine()}; {tool_versions()}. {rounds} rounds; medians; load average "
