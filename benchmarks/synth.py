@@ -182,14 +182,14 @@ REBUILT_TYPES = ("Custom::AWSCDK-EKS-KubernetesResource", "AWS::CloudFormation::
                  "AWS::CDK::Metadata")
 TARGET = 1.25
 WHERE_THE_TIME_GOES = """Where the default app's time goes above the libraries' floor (in-process, jsii's kernel calls timed by a shim
-around its process provider, load 1-1.5, wall seconds): importing the library, 0.46-0.56 s of Python (pydantic's
-core schema module about 0.1 s, building the config models about 0.2 s); building, 413 kernel round trips, 0.9 s in
-the kernel, most of it the first use of each class's JS (the kubectl layer with its asset 0.18-0.20 s, the first
-`KubernetesManifest` with the kubectl provider's nested stack about 0.11 s, the verification's provider framework),
-and 0.18-0.22 s of Python (0.05 s of it stripping the agent's source); synthesis, 98 round trips and 0.6 s in the
-kernel (cdk-nag over 95 resources, whose rules load the aws-cdk-lib modules they test against, the cdk8s charts, the
-templates) and under 0.1 s of Python (the pieces the endpoints share, the output fold, the limits). The hand-written
-and imported-template floors pay the first uses, the kubectl provider and cdk-nag too."""
+around its process provider, 3 runs at load 0.2-0.7, 2026-12-05): importing, 21 kernel round trips, 0.42-0.47 s (the
+libraries' assemblies, as the floor) and the library's Python (pydantic and the config models); building, 416 round
+trips, 0.58-0.63 s in the kernel, most of it the first use of each class's JS (the kubectl layer with its asset, the
+first `KubernetesManifest` with the kubectl provider's nested stack, the verification's provider framework), and the
+Python of the constructs (0.04-0.08 s of it stripping the agent's source); synthesis, 136 round trips, 0.45-0.50 s
+(cdk-nag over the resources, the cdk8s charts, the templates, the size and name checks). No call repeats the same
+work: the physical-name check read each named resource's path (42 round trips) and now reads it only for a name it
+refuses; what is left is one call per resource or setting the app makes."""
 COUNTERS = ["phase:Load", "phase:Construction", "phase:Synthesis", "validateTemplates", "fs.copyFileSync"]
 
 
@@ -324,7 +324,8 @@ def markdown(result: dict[str, Any], rounds: int) -> str:
                     "manifests applied as `KubernetesManifest`",
     }
     lines = [
-        "`python benchmarks/synth.py --rounds N`: wall time of `cdk synth --no-notices -q -o <fresh dir>`, the default "
+        "`python benchmarks/synth.py --rounds N`: wall time of the CDK CLI's `synth --no-notices -q -o <fresh dir>` (what "
+        "`make synth` runs), the default "
         "app (default `hyperpod.yaml`: one endpoint, kubectl delivery, cdk-nag on) against apps in a temporary folder "
         "(same venv, CLI, flags and feature flags), interleaved in alternating order after one untimed warm-up each. "
         f"Machine: {machine()}; {tool_versions()}. {rounds} rounds; medians; load average "

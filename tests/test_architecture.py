@@ -21,7 +21,7 @@ aws_cdk nor constructs, jsii or cdk8s, so they are tested without a jsii kernel.
 
 The import graph of the package (every module a node, every import an arrow, ``TYPE_CHECKING`` ones included) has
 no arrow running upward (``LAYERS``: a module imports only modules of its own layer or below) and no circle of more
-than ``MAX_CIRCLE`` modules or across folders.
+than ``MAX_CIRCLE`` modules or across folders, and no module of the package is above ``MAX_MODULE_LINES`` lines.
 """
 
 from __future__ import annotations
@@ -103,6 +103,9 @@ REALIZED_PLAN_VALUES: dict[str, tuple[str, ...]] = {
 REALIZERS = ("assembly", "inference.py", "constructs", "charts")
 #: The most modules one import circle may hold; a circle never spans two folders.
 MAX_CIRCLE = 4
+#: The most lines one module of the package may hold (the NVMe agent's and the Lambda handler's included): a module
+#: that grows past it is split along a seam of its own, never exempted.
+MAX_MODULE_LINES = 650
 
 
 @dataclass(frozen=True)
@@ -310,6 +313,13 @@ def unread_plan_fields(package_dir: Path, values: dict[str, tuple[str, ...]], re
             for f in dataclass_fields(package_dir / rel, name) if f not in read]
 
 
+def long_modules(package_dir: Path, limit: int) -> dict[str, int]:
+    """Every module of the package above ``limit`` lines -> its lines."""
+    sizes = {path.relative_to(package_dir).as_posix(): len(path.read_text().splitlines())
+             for path in sorted(package_dir.rglob("*.py"))}
+    return {rel: lines for rel, lines in sizes.items() if lines > limit}
+
+
 def jsii_imports(package_dir: Path, rel: str) -> list[str]:
     """The CDK / jsii modules ``rel`` imports (directly), as ``file:line: target``."""
     path = package_dir / rel
@@ -352,6 +362,17 @@ def test_no_import_circle_is_large_or_crosses_folders():
     # GIVEN the package's import graph / THEN each circle of imports stays within one folder and holds at most
     # MAX_CIRCLE modules
     assert circle_problems(import_graph(PACKAGE_DIR)) == []
+
+
+def test_no_module_of_the_package_is_above_650_lines():
+    # GIVEN every module of the package, the NVMe agent's and the Lambda handler's included / THEN none is above
+    # MAX_MODULE_LINES lines (there is no list of exceptions)
+    assert long_modules(PACKAGE_DIR, MAX_MODULE_LINES) == {}
+
+
+def test_the_size_check_names_a_long_module_anywhere_in_the_package(tmp_path):
+    root = _package(tmp_path, {"nvme_agent/big.py": "x = 1\n" * 651, "charts/ok.py": "x = 1\n" * 650})
+    assert long_modules(root, MAX_MODULE_LINES) == {"nvme_agent/big.py": 651}
 
 
 def test_the_graph_checks_see_an_upward_import_and_each_kind_of_circle(tmp_path):

@@ -135,23 +135,20 @@ def physical_name_problems(root: IConstruct) -> list[str]:
             value = getattr(value, "name", None)  # a struct property (Glue's DatabaseInput)
         if value is None:
             continue  # CloudFormation names it
-        where = f"{node.node.path} ({rtype} {prop})"
-        way_out = _NAME_WAY_OUT.get(rtype, _DEFAULT_WAY_OUT)
         if is_unresolved(value):
             value = cdk.Stack.of(node).resolve(value)  # an L2 without a name gives a token resolving to nothing
             if value is None:
                 continue
         if not isinstance(value, str):
-            rendered = render_resolved(value)
-            problems.append(f"{where}: the name {rendered} holds a value known only at deploy, so its length and "
-                            f"characters cannot be checked; {way_out}")
+            problem = (f"the name {render_resolved(value)} holds a value known only at deploy, so its length and "
+                       "characters cannot be checked")
         elif _TOKEN_TEXT.search(value):
-            problems.append(f"{where}: the name {value!r} was made from a deploy-time value's placeholder text; "
-                            f"{way_out}")
+            problem = f"the name {value!r} was made from a deploy-time value's placeholder text"
         else:
             problem = PHYSICAL_NAME_RULES[(rtype, prop)].problem(value)
-            if problem:
-                problems.append(f"{where}: {problem}; {way_out}")
+        if problem:  # the resource's path only for a problem: reading it is two calls into the CDK runtime
+            problems.append(f"{node.node.path} ({rtype} {prop}): {problem}; "
+                            f"{_NAME_WAY_OUT.get(rtype, _DEFAULT_WAY_OUT)}")
     return problems
 
 

@@ -147,6 +147,28 @@ def dump(model: BaseModel | None) -> Any:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+def crd_values(model: BaseModel, at: str) -> Iterator[tuple[str, Loc]]:
+    """Each CRD path ``model`` (written at CRD path ``at``) gives a value, with that value's path in the config,
+    outermost first: every field that names a CRD path (:func:`crd`, ``_at``, or a string of the model's
+    ``crd_paths``) and is not None, then the fields of the models it holds (the items of a list at the list's CRD
+    path). A field the library derives (:class:`NoCrd`) is not followed."""
+    table: CrdPaths = type(model).__dict__.get("crd_paths", {})
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        path = extra.get("x-crd-path", table.get(name))
+        if value is None or not isinstance(path, str):
+            continue
+        path = path if path.startswith("spec.") else f"{at}.{path}"
+        loc: Loc = (info.alias or name,)
+        yield path, loc
+        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        for index, item in items:
+            if isinstance(item, BaseModel):
+                for inner, inner_loc in crd_values(item, path):
+                    yield inner, (*loc, *(() if index is None else (index,)), *inner_loc)
+
+
 def config_path(loc: Loc) -> str:
     """``("autoScalingSpec", "cloudWatchTriggerList", 0)`` -> ``autoScalingSpec.cloudWatchTriggerList[0]``."""
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")

@@ -20,7 +20,7 @@ from ..facts import production as prod_facts
 from ..facts import rules
 from ..facts.runtimes import PRESETS, dlc_registry_problem
 from .autoscaling import PrometheusTrigger, trigger_locations
-from .base import DnsLabel, Problems, _err
+from .base import DnsLabel, Problems, _err, crd_values
 from .capture import Capture
 from .cluster import Cluster, Env
 from .domain import Domain
@@ -223,18 +223,20 @@ def unique_endpoint_names(v: ConfigView) -> Problems:
 
 @cross_rule
 def fields_in_operator_version(v: ConfigView) -> Problems:
-    """A field the chosen ``operator.version``'s CRD lacks is refused, naming the version that has it."""
+    """A field the chosen ``operator.version``'s CRD lacks is refused, naming the version that has it: every CRD path
+    an endpoint writes (:func:`~.base.crd_values`) against the release table's ``FIELDS_SINCE``, so a new field needs
+    no line here."""
     if v.operator is None:
         return
     version = v.operator.version
     for i, ep in v.endpoints:
-        for crd_path, loc, value in (
-                ("spec.loadBalancer.idleTimeoutSeconds", ("loadBalancer", "idleTimeoutSeconds"),
-                 ep.load_balancer.idle_timeout_seconds if ep.load_balancer else None),
-                ("spec.modelCacheConfig.imageCache", ("imageCache",), ep.image_cache)):
-            if value is not None and not operator_facts.has_field(version, crd_path):
-                yield _err(("endpoints", i, *loc), f"needs operator.version {operator_facts.field_since(crd_path)} or "
-                           f"later (have {version}; {crd_path} is not in its CRD)")
+        refused: list[str] = []  # a refused field's own fields are not named again
+        for crd_path, loc in crd_values(ep, "spec"):
+            if any(crd_path.startswith(f"{r}.") for r in refused) or operator_facts.has_field(version, crd_path):
+                continue
+            refused.append(crd_path)
+            yield _err(("endpoints", i, *loc), f"needs operator.version {operator_facts.field_since(crd_path)} or "
+                       f"later (have {version}; {crd_path} is not in its CRD)")
         if ep.weight_cache.mode == "operator" and not operator_facts.has_field(version, "spec.modelCacheConfig"):
             since = operator_facts.field_since("spec.modelCacheConfig")
             yield _err(("endpoints", i, "weightCache", "mode"),

@@ -20,7 +20,7 @@ Algorithms (the ``algo`` of a manifest entry):
   unknown ETag schemes); the CRC32 of the bytes written is recorded (``recorded``) and checked when the file is read
   back (``verify``, the warm DaemonSet's content check).
 
-S3 objects are verified by a CRC when S3 has one for them (see ``s3_source._checksum_for``): it detects the
+S3 objects are verified by a CRC when S3 has one for them (see ``s3_checksum.checksum_for``): it detects the
 corruption a download guards against (transmission, storage) as well as MD5 does, at a fraction of its CPU cost.
 """
 

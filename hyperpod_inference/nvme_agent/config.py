@@ -83,8 +83,8 @@ class AgentConfig:
             raise ValueError(f"--root-name must be 1-100 letters, digits, '_', '.' or '-' ('.' and '-' not first), "
                              f"got {root_name!r}")
         self.root_name = root_name
-        # the run's transfer state (s3_source): its S3 clients (one per region, for every request of the run), whether
-        # direct I/O still works (see refuse_direct_io) and whether the fast read's fallback was logged
+        # the run's transfer state (s3_source, s3_fetch): its S3 clients (one per region, for every request of the
+        # run), whether direct I/O still works (see refuse_direct_io) and whether the fast read's fallback was logged
         self.direct_io = self.direct_io and hasattr(os, "O_DIRECT")
         self.lock = threading.Lock()
         self.s3_clients = {}

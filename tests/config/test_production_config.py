@@ -200,6 +200,30 @@ def test_invalid_production_config_is_refused_naming_the_field(case, data, path,
     assert any(p == path and words in m for p, m in problems), problems
 
 
+def test_a_field_the_release_table_dates_later_is_refused_with_no_rule_of_its_own(monkeypatch):
+    # GIVEN the release table saying that a field the library already models (loadBalancer.routingAlgorithm, and a
+    # field of a list's items, an autoscaling trigger's dimension value) first came with v3.3
+    from hyperpod_inference.facts import operator as operator_facts
+
+    since = {**operator_facts.FIELDS_SINCE, "spec.loadBalancer.routingAlgorithm": "v3.3",
+             "spec.autoScalingSpec.cloudWatchTrigger.dimensions.value": "v3.3"}
+    monkeypatch.setattr(operator_facts, "FIELDS_SINCE", since)
+    # WHEN a v3.2 config sets them
+    data = config(version="v3.2", loadBalancer={"routingAlgorithm": "least_outstanding_requests"},
+                  autoScalingSpec={"minReplicaCount": 1, "maxReplicaCount": 2, "cloudWatchTrigger": CW})
+    with pytest.raises(ConfigError) as err:
+        parse_config(_strip_nulls(data))
+    # THEN each is refused at its own path, naming the version (the rule reads the table, not a list of its own)
+    problems = [(p, m) for p, m in err.value.problems if "needs operator.version" in m]
+    assert problems == [
+        ("endpoints[0].loadBalancer.routingAlgorithm", "needs operator.version v3.3 or later (have v3.2; "
+                                                       "spec.loadBalancer.routingAlgorithm is not in its CRD)"),
+        *((f"endpoints[0].autoScalingSpec.cloudWatchTrigger.dimensions[{i}].value",
+           "needs operator.version v3.3 or later (have v3.2; spec.autoScalingSpec.cloudWatchTrigger.dimensions.value "
+           "is not in its CRD)") for i in range(2)),
+    ], err.value.problems
+
+
 def test_the_issue_example_args_port_9000_is_refused_instead_of_rendering_two_ports():
     # GIVEN the reported config (args --port 9000 beside the preset's --port 8000) WHEN loaded THEN refused
     with pytest.raises(ConfigError) as err:

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from hyperpod_inference.nvme_agent import cli, s3_source
+from hyperpod_inference.nvme_agent import cli, s3_fetch, s3_source
 from hyperpod_inference.nvme_agent.config import AgentConfig
 
 MiB = 1024 * 1024
@@ -56,9 +56,9 @@ def test_fast_read_falls_back_to_the_public_path_when_its_probe_fails_and_logs_o
 
     # WHEN the fast reader is probed for two responses
     with caplog.at_level(logging.INFO, logger="nvme_agent"):
-        results = [s3_source._fast_reader(Body(), settings) for _ in range(2)]
+        results = [s3_fetch._fast_reader(Body(), settings) for _ in range(2)]
 
     # THEN it declines both (the public readinto is used) and says so once
     assert results == [None, None]
     assert sum("fast read unavailable" in r.getMessage() for r in caplog.records) == 1
-    assert s3_source._readinto_of(Body()) is not None
+    assert s3_fetch._readinto_of(Body()) is not None

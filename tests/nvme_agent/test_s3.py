@@ -17,7 +17,17 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.awsrequest import AWSResponse
 
-from hyperpod_inference.nvme_agent import cache, checksums, errors, layout, model_relative_dir, s3_source, space
+from hyperpod_inference.nvme_agent import (
+    cache,
+    checksums,
+    errors,
+    layout,
+    model_relative_dir,
+    s3_checksum,
+    s3_fetch,
+    s3_source,
+    space,
+)
 from hyperpod_inference.nvme_agent.config import AgentConfig
 
 from .conftest import free_port, run_agent
@@ -374,7 +384,7 @@ def test_a_kept_part_one_response_serves_only_that_range_and_is_closed_otherwise
         def close(self):
             self.closed = True
 
-    job = s3_source._FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), AgentConfig())
+    job = s3_fetch.FileJob({"path": "f", "key": "k", "size": 10}, str(tmp_path), AgentConfig())
     # a response for bytes [0, 4) serves the range [0, 4) once
     kept = {"Body": Body()}
     job.first = (kept, 4)
@@ -469,7 +479,7 @@ def test_a_transfer_threads_read_buffer_grows_to_the_largest_range_it_has_read()
     def thread():
         # a thread that has only read small files holds a small buffer; it grows for a larger range and is reused
         for want in (2, 3000, 2, MiB, 5000):
-            buffer = s3_source._read_buffer(want)
+            buffer = s3_fetch._read_buffer(want)
             sizes.append(len(buffer))
             buffer[want - 1] = 1  # it is writable, and long enough
 
@@ -503,7 +513,7 @@ def _mapping_of(buffer: memoryview) -> tuple[int, dict]:
 def test_read_buffers_are_page_aligned_slices_of_a_mapping_advised_for_huge_pages():
     # WHEN two transfer threads take buffers of odd sizes
     buffers = {}
-    threads = [threading.Thread(target=lambda n=n: buffers.__setitem__(n, s3_source._read_buffer(n)))
+    threads = [threading.Thread(target=lambda n=n: buffers.__setitem__(n, s3_fetch._read_buffer(n)))
                for n in (3000, MiB + 1)]
     for t in threads:
         t.start()
@@ -526,7 +536,7 @@ def test_reads_stay_within_the_read_size_in_a_larger_buffer_kept_from_before(s3,
     # GIVEN transfer threads that hold 1 MiB buffers (from an earlier run with the default read size)
     files = put_model(s3, bucket)
     kept = {}
-    monkeypatch.setattr(s3_source, "_read_buffer", lambda size: kept.setdefault(
+    monkeypatch.setattr(s3_fetch, "_read_buffer", lambda size: kept.setdefault(
         threading.get_ident(), memoryview(bytearray(MiB))))
     sizes = []
     response_reads.intercept(lambda data, length: sizes.append(len(data)) or data)
@@ -771,7 +781,7 @@ def response_reads(request, monkeypatch):
 
         monkeypatch.setattr(botocore.response.StreamingBody, "readinto", readinto)
     else:
-        monkeypatch.setattr(s3_source, "_readinto_of", lambda body: None)
+        monkeypatch.setattr(s3_fetch, "_readinto_of", lambda body: None)
         original = botocore.response.StreamingBody.read
 
         def read(self, amt=None):
@@ -974,12 +984,12 @@ def test_a_checksum_mismatch_botocore_finds_while_reading_fetches_the_range_agai
                     "ContentLength": len(data)}
 
     settings = AgentConfig()
-    job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": {"algo": "size"}},
+    job = s3_fetch.FileJob({"path": "f", "key": "k", "size": len(data), "checksum": {"algo": "size"}},
                              str(tmp_path), settings)
     job.open()
 
     # WHEN the agent fetches the range
-    s3_source._fetch_range(Client(), "b", job, 0, settings, s3_source._streaming_errors())
+    s3_fetch.fetch_range(Client(), "b", job, 0, settings, s3_fetch.streaming_errors())
 
     # THEN it was fetched again and written whole
     assert gets == [f"bytes=0-{len(data) - 1}"] * 2
@@ -1020,7 +1030,7 @@ def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, m
             return {"ContentLength": 4 * MiB}
 
     # WHEN the agent picks the checksum THEN it is the composite CRC32 with the part size (not just the size)
-    checksum = s3_source._checksum_for(PartClient(), "b", "k", head)
+    checksum = s3_checksum.checksum_for(PartClient(), "b", "k", head)
     assert checksum == {"algo": "s3-composite", "base": "crc32", "value": value, "partSize": 4 * MiB}
     # AND reading the file back (verify) computes the same value, and a changed byte does not
     path = tmp_path / "f"
@@ -1030,7 +1040,7 @@ def test_composite_additional_checksum_is_used_and_verified_per_part(tmp_path, m
     assert not checksums.matches(str(path), {"size": len(data), "checksum": checksum})
     # AND the streaming downloader hashes one range per part and combines them to the same value
     settings = AgentConfig(chunk_size=MiB)
-    job = s3_source._FileJob({"path": "f", "key": "k", "size": len(data), "checksum": checksum}, str(tmp_path),
+    job = s3_fetch.FileJob({"path": "f", "key": "k", "size": len(data), "checksum": checksum}, str(tmp_path),
                              settings)
     assert job.ranges == [(0, 4 * MiB), (4 * MiB, 8 * MiB), (8 * MiB, 10 * MiB)]
     for (start, end), hasher in zip(job.ranges, job.hashers, strict=True):
@@ -1192,7 +1202,7 @@ def test_checksum_choice_for_crc32_variants():
 
     md5 = "0123456789abcdef0123456789abcdef"
     size = 12 * MiB
-    pick = lambda head: s3_source._checksum_for(PartClient(), "b", "k", dict(head, ContentLength=size))  # noqa: E731
+    pick = lambda head: s3_checksum.checksum_for(PartClient(), "b", "k", dict(head, ContentLength=size))  # noqa: E731
     # a single-part object's CRC32 is full-object and wins over its MD5 ETag
     assert pick({"ETag": md5, "ChecksumCRC32": "AAAAAA=="})["algo"] == "crc32"
     # a multipart object's FULL_OBJECT CRC32 too
@@ -1212,7 +1222,7 @@ def test_checksum_choice_for_crc32c_and_crc64nvme_with_and_without_awscrt(monkey
             return {"ContentLength": 5 * MiB}
 
     md5 = "0123456789abcdef0123456789abcdef"
-    pick = lambda head: s3_source._checksum_for(PartClient(), "b", "k", dict(head, ContentLength=12 * MiB))  # noqa: E731
+    pick = lambda head: s3_checksum.checksum_for(PartClient(), "b", "k", dict(head, ContentLength=12 * MiB))  # noqa: E731
     # WITH awscrt (a dev dependency): a CRC-64/NVME is used, also on a multipart object without ChecksumType (S3
     # has it only as a full-object checksum); it wins over a CRC32 (zlib's is ~4x slower)
     assert checksums.crt_checksums() is not None
@@ -1226,7 +1236,7 @@ def test_checksum_choice_for_crc32c_and_crc64nvme_with_and_without_awscrt(monkey
     assert pick({"ETag": md5 + "-3", "ChecksumCRC32C": "AAAAAA=="})["algo"] == "s3-multipart-md5"
 
     # WITHOUT awscrt: CRC32 when there is one, else the MD5 ETag
-    monkeypatch.setattr(s3_source, "crt_checksums", lambda: None)
+    monkeypatch.setattr(s3_checksum, "crt_checksums", lambda: None)
     assert pick(both)["algo"] == "crc32"
     assert pick({"ETag": md5, "ChecksumCRC32C": "AAAAAA==", "ChecksumCRC64NVME": "AAAAAAAAAAA="})["algo"] == "md5"
 
@@ -1294,7 +1304,7 @@ def test_io_sizes_below_a_page_are_refused_naming_the_setting(name):
 def test_objects_verified_by_size_only_get_a_recorded_crc32_that_verify_checks(s3, bucket, tmp_path, monkeypatch):
     # GIVEN objects S3 gives no usable checksum for (e.g. SSE-KMS without additional checksums): size only
     files = put_model(s3, bucket)
-    monkeypatch.setattr(s3_source, "_checksum_for", lambda *args, **kwargs: {"algo": "size"})
+    monkeypatch.setattr(s3_checksum, "checksum_for", lambda *args, **kwargs: {"algo": "size"})
     root = str(tmp_path / "nvme")
     final = cache.ensure(root, spec_of(bucket))
 
