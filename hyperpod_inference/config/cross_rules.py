@@ -372,6 +372,21 @@ def token_secret_in_account(v: ConfigView) -> Problems:
                            f"must be a secret in env.account ({v.account})")
 
 
+@cross_rule
+def token_secret_in_region(v: ConfigView) -> Problems:
+    """A Secrets Manager token is a secret of ``env.region``: the SecretStore the stack writes reads Secrets Manager
+    in the stack's region (docs/huggingface.md says why the rule is not a SecretStore of the secret's region)."""
+    for i, ep in v.endpoints:
+        hf = ep.model.huggingface
+        if hf and hf.token and hf.token.secrets_manager_arn:
+            m = rules.SECRETS_ARN_RE.match(hf.token.secrets_manager_arn)
+            if m and v.region and m.group(1) != v.region:
+                yield _err(("endpoints", i, "model", "huggingface", "token", "secretsManagerArn"),
+                           f"endpoint {ep.name}: the secret is in {m.group(1)}, and the stack's SecretStore reads "
+                           f"Secrets Manager in env.region ({v.region}), so the token never syncs: replicate the "
+                           f"secret to {v.region} (Secrets Manager replication) and give the replica's ARN")
+
+
 # ------------------------------------------------------------------------------- what importing the cluster needs
 #: The ``cluster`` fields the app needs to import the cluster by name (``HyperPodInferenceStack``).
 IMPORT_FIELDS = (("eks_cluster_name", "eksClusterName"), ("kubectl_role_arn", "kubectlRoleArn"),

@@ -22,7 +22,7 @@ from ..facts import instances as instance_table
 from ..facts import metrics as metric_facts
 from ..facts import production as prod_facts
 from ..facts import rules
-from ..facts.runtimes import PRESETS
+from ..facts.runtimes import EMBEDDING_ORGS, EMBEDDING_ROUTES, GPU_PRESETS, PRESETS
 from . import safety
 from .autoscaling import AutoScalingSpec, CloudWatchTrigger, trigger_locations
 from .base import (
@@ -356,7 +356,7 @@ def accelerators_known(ep: Endpoint) -> Problems:
     res = ep.resources
     gpus_given = res is not None and (res.gpus is not None or any(
         k in prod_facts.EXTENDED_RESOURCES for k in {**(res.requests or {}), **(res.limits or {})}))
-    if ep.instance is None and not gpus_given \
+    if ep.instance is None and not gpus_given and not _gpu_preset_on_cpu_types(ep) \
             and not unknown_instance_types(ep.instance_type, ep.instance_types, ep.node_affinity):
         types = ep.placement_types()
         why = (f"{types[0]} has no accelerator facts in the instance table" if types and len(types) == 1 else
@@ -364,6 +364,63 @@ def accelerators_known(ep: Endpoint) -> Problems:
                if types else "nodeAffinity does not restrict node.kubernetes.io/instance-type in every required "
                "term")
         yield _err(("resources", "gpus"), f"required: {why}; give the accelerator count (0 for none)")
+
+
+def _gpu_preset_on_cpu_types(ep: Endpoint) -> list[str]:
+    """The placement's instance types when every one has no accelerator (``facts.instances.OTHER_TYPES``) and the
+    endpoint runs a CUDA preset image; [] otherwise."""
+    types = ep.placement_types() or []
+    if ep.is_jumpstart or ep.image is not None or ep.effective_runtime not in GPU_PRESETS:
+        return []
+    return types if types and all(t in instance_table.OTHER_TYPES for t in types) else []
+
+
+def gpu_preset_has_a_gpu(ep: Endpoint) -> Problems:
+    """The vLLM, TGI and SGLang presets are CUDA images: they need an instance with NVIDIA GPUs, and at least one GPU
+    in the pod. ``resources.gpus: 0`` does not make them run on a CPU."""
+    if ep.is_jumpstart or not _placed(ep):
+        return
+    runtime = ep.effective_runtime
+    cpu_types = _gpu_preset_on_cpu_types(ep)
+    if cpu_types:
+        which = cpu_types[0] if len(cpu_types) == 1 else f"none of {', '.join(cpu_types)}"
+        has = "has no GPU" if len(cpu_types) == 1 else "has a GPU"
+        yield _err(("runtime",), f"endpoint {ep.name}: the {runtime} preset is a CUDA (GPU) image, and {which} {has}: place the "
+                   f"endpoint on a GPU instance type (instanceType: {' / '.join(instance_table.SMALL_GPU_TYPES)} or "
+                   "larger, with an instance group of that type in the cluster), or keep the CPU instance with "
+                   "runtime: custom, a CPU build of the server as image, and its port (resources.gpus: 0 does not "
+                   "make a GPU image run on a CPU)")
+        return
+    res = ep.resources
+    if res is None or ep.image is not None or runtime not in GPU_PRESETS:
+        return
+    facts = ep.instance
+    if facts is not None and facts.accelerator == "neuron":
+        return  # neuron_needs_custom_runtime speaks
+    if res.gpus == 0:
+        have = f"the instance's {facts.count}" if facts is not None else "the instance's count"
+        yield _err(("resources", "gpus"), f"endpoint {ep.name}: 0 GPUs with the {runtime} preset, a CUDA image that needs at least one: "
+                   f"leave resources.gpus out ({have}) or give at least 1")
+
+
+def tgi_serves_text_generation(ep: Endpoint) -> Problems:
+    """The TGI preset serves text generation (``generate``): an embeddings route, or a model of an organisation that
+    publishes only embedding models, is refused when the config itself says so (the Hub's answer is doctor's
+    ``model.task``)."""
+    if ep.is_jumpstart or ep.effective_runtime != "tgi":
+        return
+    fix = ("serve an embedding model with runtime: custom and an embedding server's image (Text Embeddings "
+           "Inference), or give the tgi preset a text-generation model")
+    route = (ep.invocation_endpoint or "").strip("/")
+    if route in EMBEDDING_ROUTES:
+        yield _err(("invocationEndpoint",), f"endpoint {ep.name}: {route} is an embeddings route, and the tgi preset "
+                   f"(text-generation-inference) serves text generation only (generate): {fix}", route)
+    hf = ep.model.huggingface
+    if hf is not None and hf.model_id.split("/", 1)[0] in EMBEDDING_ORGS:
+        yield _err(("model", "huggingface", "modelId"), f"endpoint {ep.name}: {hf.model_id} is a Sentence Transformers embedding "
+                   "model, "
+                   f"and the tgi preset (text-generation-inference) serves text generation only: {fix}",
+                   hf.model_id)
 
 
 def neuron_needs_custom_runtime(ep: Endpoint) -> Problems:
@@ -520,7 +577,8 @@ def spec_overrides_leave_library_paths(ep: Endpoint) -> Problems:
 #: Every rule of one endpoint, in the order its problems are reported.
 ENDPOINT_RULES: tuple[Callable[[Endpoint], Problems], ...] = (
     values_hold_no_token, fsx_path_without_dot_segments, source_fits_the_kind, fields_of_the_kind,
-    jumpstart_spec_limits, one_placement, known_instance_types, accelerators_known, neuron_needs_custom_runtime,
+    jumpstart_spec_limits, one_placement, known_instance_types, accelerators_known, gpu_preset_has_a_gpu,
+    tgi_serves_text_generation, neuron_needs_custom_runtime,
     accelerator_resource_exists, requests_fit_the_instance, probes_on_the_served_port, tag_keys_unique,
     custom_runtime_complete, health_check_path_once, triggers_name_their_dimensions, autoscaling_once,
     kv_cache_with_vllm, preset_settings_left_to_the_preset, sagemaker_endpoint_when_used, weight_cache_fits,

@@ -13,6 +13,7 @@ from typing import Protocol
 from ..facts import operator as operator_facts
 from ..facts import production as prod_facts
 from ..facts import safety
+from ..facts.model_support import TENSOR_PARALLEL
 from .autoscaling import autoscaling_locations, trigger_locations
 from .base import config_path
 from .domain import Domain
@@ -82,6 +83,16 @@ def full_capture(ep: Endpoint, config: WholeConfig | None) -> Findings:
                                        "(maxPayloadSizeKB); every full request and response is stored")
 
 
+def capture_sampling_zero(ep: Endpoint, config: WholeConfig | None) -> Findings:
+    dc = ep.data_capture
+    for key, tier in (("sagemakerEndpoint", dc.sagemaker_endpoint if dc else None),
+                      ("modelPod", dc.model_pod if dc else None)):
+        if tier is not None and tier.enabled and tier.initial_sampling_percentage == 0:
+            yield (f"dataCapture.{key}.initialSamplingPercentage",
+                   f"endpoint {ep.name}: {key} capture is enabled with a sampling percentage of 0: it captures nothing while its "
+                   f"resources are created; give a percentage from 1 to 100, or set dataCapture.{key}.enabled: false")
+
+
 def share_across_namespaces(ep: Endpoint, config: WholeConfig | None) -> Findings:
     cache = ep.weight_cache
     if cache.mode == "daemonset" and cache.share_across_namespaces:
@@ -109,6 +120,24 @@ def placement_registration(ep: Endpoint, config: WholeConfig | None) -> Findings
 def request_near_instance_limit(ep: Endpoint, config: WholeConfig | None) -> Findings:
     for loc, message in ep.request_limit_findings(warn=True):
         yield (config_path(loc), message)
+
+
+def tensor_parallel_size(ep: Endpoint, config: WholeConfig | None) -> Findings:
+    runtime = ep.effective_runtime
+    if ep.is_jumpstart or runtime not in TENSOR_PARALLEL:
+        return
+    tp = ep.accelerators[1]
+    if tp > 1 and tp & (tp - 1):
+        rule = TENSOR_PARALLEL[runtime]
+        kv = ("its key-value heads divide by it, or it by them" if rule.replicates_kv_heads
+              else "its key-value heads divide by it")
+        given = ep.resources is not None and ep.resources.gpus is not None
+        yield ("resources.gpus" if given else "resources",
+               f"endpoint {ep.name}: the {runtime} preset shards the model over the {tp} GPUs (tensor-parallel size {tp}), and starts only "
+               f"if the model's attention heads divide by {tp} and {kv}; head counts are almost always powers of "
+               f"two, so {tp} is refused at start for most models: give a power of two (resources.gpus: "
+               f"{1 << (tp.bit_length() - 1)}), or check this model's heads with doctor --only model "
+               "(model.tensor-parallel) and acknowledge this warning")
 
 
 # ---------------------------------------------------------------------------------------------------- autoscaling

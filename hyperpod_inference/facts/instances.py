@@ -124,6 +124,9 @@ INSTANCES: dict[str, InstanceFacts] = {
     **_family("neuron", {"3xlarge": (1, 12, 128), "48xlarge": (16, 192, 2048)}, "trn2"),
 }
 
+#: The smallest one-GPU type of the common NVIDIA families: what a message names when an endpoint needs a GPU.
+SMALL_GPU_TYPES: tuple[str, ...] = ("ml.g5.xlarge", "ml.g6.xlarge", "ml.g6e.xlarge")
+
 # GPU / Neuron types in the SageMaker enum that the table leaves out, with the reason. Their endpoints must give
 # resources.gpus.
 EXCLUDED: dict[str, str] = {

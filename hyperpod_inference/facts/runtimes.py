@@ -110,6 +110,16 @@ PRESETS: Mapping[str, RuntimePreset] = MappingProxyType({
 })
 """Runtime name (the config's ``runtime``) -> preset."""
 
+#: The presets whose image is a CUDA build (its tag says ``gpu``): each needs at least one NVIDIA GPU in the pod.
+GPU_PRESETS: frozenset[str] = frozenset(name for name, preset in PRESETS.items() if "-gpu-" in f"-{preset.tag}-")
+
+#: Invocation routes that serve embeddings, not text generation (vLLM's and TEI's OpenAI-compatible and native
+#: routes); the TGI preset serves ``generate`` and has none of them.
+EMBEDDING_ROUTES: frozenset[str] = frozenset({"v1/embeddings", "embeddings", "embed", "embed_all", "pooling"})
+
+#: Hub organisations every model of which is an embedding model (the Sentence Transformers models).
+EMBEDDING_ORGS: frozenset[str] = frozenset({"sentence-transformers"})
+
 #: The verification request body of an endpoint whose runtime has no preset payload (``runtime: custom``).
 FALLBACK_PAYLOAD = '{"inputs": "Hello"}'
 

@@ -72,7 +72,8 @@ def test_a_trainium_endpoint_requests_neuron_devices_and_no_nvidia_gpu():
 
 
 def test_an_unknown_instance_type_takes_the_given_gpu_count():
-    worker = render(instanceType="ml.m5.xlarge", resources={"gpus": 0, "cpu": "2"})["spec"]["worker"]
+    worker = render(instanceType="ml.m5.xlarge", resources={"gpus": 0, "cpu": "2"}, runtime="custom",
+                    image="my/cpu-server:1", port=8080)["spec"]["worker"]
     assert worker["resources"] == {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}
 
 

@@ -42,7 +42,7 @@ def test_the_layout_names_every_folder_and_top_level_module_of_the_package():
 def test_the_layout_names_every_module_of_the_plan_and_of_the_composition():
     _, _, texts = listed(layout_block(PAGE.read_text()))
     for folder in ("plan", "assembly"):
-        named = set(re.findall(r"[a-z_]+\.py", texts[f"{folder}/"]))
+        named = set(re.findall(r"[a-z0-9_]+\.py", texts[f"{folder}/"]))
         assert named == {p.name for p in (PACKAGE / folder).glob("*.py") if p.name != "__init__.py"}, folder
 
 
@@ -74,8 +74,8 @@ def described(block: str, folder: str) -> str:
 
 def test_the_layout_names_every_module_of_doctor():
     # GIVEN the ops/ text of the layout / THEN it names each module of the doctor package (its families included)
-    named = set(re.findall(r"[a-z_]+\.py", described(layout_block(PAGE.read_text()), "ops/")))
+    named = set(re.findall(r"[a-z0-9_]+\.py", described(layout_block(PAGE.read_text()), "ops/")))
     assert named >= {p.name for p in (PACKAGE / "ops" / "doctor").glob("*.py") if p.name != "__init__.py"}
     # AND the check sees a module the text does not name
-    assert "model.py" not in set(re.findall(r"[a-z_]+\.py", described(layout_block(PAGE.read_text()).replace(
+    assert "model.py" not in set(re.findall(r"[a-z0-9_]+\.py", described(layout_block(PAGE.read_text()).replace(
         "model.py", "model"), "ops/")))

@@ -49,6 +49,8 @@ from tests.fake_aws import (
     Account,
     build_account,
 )
+from tests.fakes import hub_repos as repos
+from tests.fakes.hub import FakeHub
 from tests.nvme_agent.fake_kube import FakeKube, loopback_tls
 
 from .conftest import REPO, STACK_NAME, running_moto_server
@@ -64,7 +66,7 @@ GROUP = "inference.sagemaker.aws.amazon.com"
 COMMAND_TIMEOUT = 900
 #: Variables that could point a command at a real account or cluster, or change how it finds credentials; and those
 #: of a make that runs the tests (its command-line variables would reach the journey's make through MAKEFLAGS).
-_AMBIENT = re.compile(r"^(AWS_|KUBECONFIG$|CDK_|MAKE|MFLAGS$)")
+_AMBIENT = re.compile(r"^(AWS_|HF_|KUBECONFIG$|CDK_|MAKE|MFLAGS$)")
 
 
 @dataclass
@@ -119,6 +121,7 @@ class World:
     kubes: list[FakeKube] = field(default_factory=list)
     account: Account | None = None
     proxy: AwsProxy | None = None
+    hub: FakeHub | None = None  # the Hub on loopback doctor's model checks ask
     generation: int = 0
     baseline: tuple[int, Path] | None = None
 
@@ -160,6 +163,8 @@ class World:
                    AWS_REGION=REGION, AWS_DEFAULT_REGION=REGION, AWS_CONFIG_FILE=str(self.tmp / "no-aws-config"),
                    AWS_SHARED_CREDENTIALS_FILE=str(self.tmp / "no-aws-credentials"), AWS_EC2_METADATA_DISABLED="true",
                    KUBECONFIG=str(self.account.kubeconfig), CDK_DISABLE_CLI_TELEMETRY="true")
+        if self.hub is not None:  # doctor's model checks ask the Hub on loopback, never the real one
+            env.update(HF_ENDPOINT=self.hub.url, HF_HUB_DISABLE_XET="1", HF_HOME=str(self.tmp / "hf-home"))
         for key, value in changes.items():
             if value is None:
                 env.pop(key, None)
@@ -192,9 +197,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("journey")
     with running_moto_server(tmp) as moto:
         w = World(tmp, f"http://127.0.0.1:{moto.port}")
+        w.hub = repos.populate(FakeHub(lfs_redirect=True))
+        qwen = repos.qwen_7b()  # the commit the quickstart pins, a commit of the model on the Hub on loopback
+        qwen.older_commits = (*qwen.older_commits, COMMIT)
+        w.hub.add(qwen)
         try:
             yield w
         finally:
+            w.hub.close()
             if w.proxy is not None:
                 w.proxy.close()
             w.close_kubes()
@@ -442,8 +452,9 @@ CASES = [
     Case("no credentials", lambda w: {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None}, {
         "init": Expect(3, (line("init: nothing written to ", NO_CREDENTIALS),)),
         "doctor": Expect(3, (line("SKIP  identity.account", NO_CREDENTIALS),
-                             line(INCOMPLETE, "identity.account, bootstrap.cdk-toolkit, cluster.hyperpod and 16 more "
-                                  "could not run: ", NO_CREDENTIALS))),
+                             # the model checks ask the Hub, not AWS: the required checks make the run incomplete
+                             line(INCOMPLETE, "identity.account, cluster.hyperpod, cluster.eks could not run: ",
+                                  NO_CREDENTIALS))),
         "deploy": Expect(1, (line("Need to perform AWS calls for account 123456789012, but no credentials have been "
                                   "configured"),))}),
     Case("an expired session", _expired, {

@@ -50,14 +50,8 @@ def unused_facts(package_dir: Path) -> list[str]:
     return out
 
 
-#: Facts written for a reader that is being built: ``doctor``'s model checks (issue #42). Emptied when it lands.
-AWAITING_THEIR_READER = {"model_memory:memory_fit", "model_memory:volume_problem",
-                         "model_support:preset_task_problem", "model_support:attention_heads",
-                         "model_support:tensor_parallel_problem"}
-
-
 def test_every_fact_is_read_by_the_library():
-    assert sorted(set(unused_facts(PACKAGE_DIR)) - AWAITING_THEIR_READER) == []
+    assert unused_facts(PACKAGE_DIR) == []
 
 
 def test_the_check_finds_a_fact_nothing_reads(tmp_path):

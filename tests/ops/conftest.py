@@ -16,6 +16,7 @@ import yaml
 from moto.server import ThreadedMotoServer
 
 from tests.fake_aws import ENDPOINT_NAME, HYPERPOD, KUBE_TOKEN, MODEL_BUCKET, REGION, ZONE, Account, build_account
+from tests.fakes import hub_repos as repos
 from tests.fakes.hub_repos import model_hub  # noqa: F401 - a fixture: the Hub on loopback
 from tests.nvme_agent.fake_kube import FakeKube
 
@@ -33,11 +34,14 @@ def moto_url() -> Any:
 
 
 @pytest.fixture
-def account(moto_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def account(moto_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+            model_hub: Any) -> Any:  # noqa: F811 - the fixture imported above
+    """The account on moto, its cluster's fake Kubernetes API, and the Hub on loopback (``HF_ENDPOINT``: doctor's
+    model checks never reach the real Hub from a test)."""
     for var, value in {"AWS_ENDPOINT_URL": moto_url, "AWS_ACCESS_KEY_ID": "testing",
                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}.items():
         monkeypatch.setenv(var, value)
-    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "KUBECONFIG"):
+    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "KUBECONFIG", "HF_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     # moto's backends live in the process, shared by every server: start from an empty account
     urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=30).close()
@@ -52,7 +56,7 @@ def account(moto_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> A
 
 def full_config(account: Account, base: dict) -> dict:
     """``base`` (what init wrote) with what a user adds: the namespace, two endpoints (an S3 model with a custom
-    domain, a Hugging Face model with a Secrets Manager token), capture with a KMS key, the imported zone and
+    domain, a Hugging Face model of the Hub on loopback with a Secrets Manager token), capture with a KMS key, the imported zone and
     certificate, and alarms to the account's topic."""
     data = copy.deepcopy(base)
     data["endpoints"] = [
@@ -60,8 +64,9 @@ def full_config(account: Account, base: dict) -> dict:
          "runtime": "vllm", "model": {"s3": {"bucket": MODEL_BUCKET, "prefix": "qwen/"}},
          "domainName": ENDPOINT_NAME},
         {"name": "qwen-hf", "namespace": "inference", "instanceType": "ml.p5.48xlarge", "replicas": 1,
+         "resources": {"gpus": 4},  # Qwen2.5-7B's 28 attention heads split over 4 GPUs, not 8
          "runtime": "vllm", "model": {"huggingface": {
-             "modelId": "Qwen/Qwen2.5-7B-Instruct", "commitSHA": "0123456789abcdef0123456789abcdef01234567",
+             "modelId": repos.QWEN_7B, "commitSHA": repos.commit(repos.QWEN_7B),
              "token": {"secretsManagerArn": account.ids["secret"]}}}},
     ]
     data["capture"] = {"kms": account.ids["kms_key"]}

@@ -72,6 +72,11 @@ class Context:
             raise Skip(value.reason)
         return value
 
+    def shared(self, key: str, read: Callable[[], Any]) -> Any:
+        """What ``read`` returns, read once per run under ``key`` (a Skip it raises is remembered and raised again):
+        for reads several checks of a family share, such as a model's Hub answers."""
+        return self._once(key, read)
+
     @property
     def eks_name(self) -> str:
         return self.config.cluster.eks_cluster_name or ""

@@ -15,7 +15,11 @@ from hyperpod_inference.ops.doctor.base import PASS, Family, Result
 
 PACKAGE = Path(doctor.__file__).parent
 SHARED = {"__init__.py", "base.py", "runner.py"}
-FAMILY_MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name not in SHARED)
+MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name not in SHARED)
+#: A family's own module, ``<family>.py``; a family too large for one module has parts, ``<family>_<part>.py``, whose
+#: checks its family module registers.
+FAMILY_MODULES = [m for m in MODULES if m.split("_", 1)[0] == m]
+PARTS = {m: m.split("_", 1)[0] for m in MODULES if m not in FAMILY_MODULES}
 
 
 def test_the_runner_lists_one_family_per_module_in_order():
@@ -26,7 +30,7 @@ def test_the_runner_lists_one_family_per_module_in_order():
     assert sorted(f.name for f in runner.FAMILIES) == FAMILY_MODULES
     # AND every check runs in its family's order, each ID once, each check of the family that registered it
     assert runner.CHECKS == tuple(c for f in runner.FAMILIES for c in f.checks)
-    assert len(set(runner.CHECK_IDS)) == len(runner.CHECK_IDS) == 29
+    assert len(set(runner.CHECK_IDS)) == len(runner.CHECK_IDS) == 39
     assert all(c.family == f.name for f in runner.FAMILIES for c in f.checks)
 
 
@@ -35,14 +39,23 @@ def test_the_required_checks_are_checks_of_the_account_and_cluster_families():
     assert {families[i] for i in runner.REQUIRED_CHECKS} == {"account", "cluster"}
 
 
-@pytest.mark.parametrize("module", FAMILY_MODULES)
+@pytest.mark.parametrize("module", MODULES)
 def test_a_family_module_imports_the_shared_base_never_another_family(module):
-    # GIVEN a family module's imports / THEN within the package it imports base, never another family or the runner
+    # GIVEN a family module's imports / THEN within the package it imports base (and a family module its own parts),
+    # never another family or the runner
     tree = ast.parse((PACKAGE / f"{module}.py").read_text())
     siblings = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
     siblings |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1 and not n.module
                  for a in n.names}
-    assert siblings <= {"base"}, siblings
+    own_parts = {part for part, family in PARTS.items() if family == module}
+    assert siblings - {None} <= {"base"} | own_parts, siblings
+
+
+def test_a_part_of_a_family_is_registered_on_its_family():
+    # GIVEN model_s3, a part of the model family / THEN its checks are the model family's, after the family module's
+    assert PARTS == {"model_s3": "model"}
+    ids = [c.id for c in runner.selected(["model"])]
+    assert ids[-3:] == ["model.s3-region", "model.s3-files", "model.s3-kms"]
 
 
 def test_each_module_of_the_package_is_at_most_400_lines():
@@ -69,7 +82,7 @@ def test_cluster_selects_its_family_and_the_cluster_checks_of_the_kubernetes_fam
     assert not {"identity.account", "operator.addon", "endpoint.model-s3"} & set(ids)
 
 
-@pytest.mark.parametrize("name", ["model", "no.such", "clust"])
+@pytest.mark.parametrize("name", ["no.such", "clust"])
 def test_a_name_that_selects_no_check_is_refused_naming_it_and_the_families(name):
     with pytest.raises(ValueError, match=rf"no check {name};.*the families: account, cluster, kubernetes, operator"):
         runner.selected([name])
