@@ -112,7 +112,7 @@ def tls_dns_spec(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------------------ worker
 def _served_model_name(ep: Endpoint) -> str:
-    return ep.model.huggingface.model_id if ep.model.huggingface else ep.name
+    return ep.served_model_name or ep.name
 
 
 def _model_path(ep: Endpoint) -> str | None:

@@ -257,6 +257,15 @@ class Endpoint(Strict):
         preset = PRESETS.get(self.effective_runtime or "")
         return self.port or (preset.port if preset else 8080)
 
+    @property
+    def served_model_name(self) -> str | None:
+        """The model name the server answers to (its runtime preset's ``--served-model-name``: the Hugging Face model
+        ID, else the endpoint's name); None when the library does not set it (``tgi``, ``custom``, JumpStart)."""
+        preset = PRESETS.get(self.effective_runtime or "")
+        if preset is None or not preset.serves_model_name:
+            return None
+        return self.model.huggingface.model_id if self.model.huggingface else self.name
+
     def request_limit_findings(self, *, warn: bool) -> list[tuple[Loc, str]]:
         """Worker requests the instance cannot give (``warn=False``: refusals) or that come within 10% of it
         (``warn=True``), the worker's and the prefill / decode pods' (:func:`.resources.instance_fit_findings`)."""
