@@ -13,6 +13,7 @@ from pydantic import (
     model_validator,
 )
 
+from . import gateway_rules  # noqa: F401  (registers the cross-section rules of the gateways)
 from .base import (
     CrdPaths,
     DnsLabel,
@@ -26,7 +27,6 @@ from .cross_rules import ConfigView, cross_problems
 from .domain import Domain
 from .endpoint import Endpoint
 from .gateway import Gateway
-from . import gateway_rules  # noqa: F401  (registers the cross-section rules of the gateways)
 from .observability import Observability
 from .operator import Manifests, Operator
 from .suggest import line_errors

@@ -20,7 +20,6 @@ API_VERSION = f"{API_GROUP}/v1alpha1"
 KIND = "InferenceGatewayConfig"
 PLURAL = "inferencegatewayconfigs"
 SHORT_NAME = "igwc"
-CRD_NAME = f"{PLURAL}.{API_GROUP}"
 
 #: The operator field a gateway needs: the endpoints' ``spec.inferenceGateway`` (the release table says from which
 #: operator version).
@@ -35,9 +34,7 @@ DEFAULT_SCHEDULER = "llm-d"
 ENGINE_TYPES = ("vllm", "sglang")
 #: ``schedulers[].appProtocol``.
 APP_PROTOCOLS = ("http", "kubernetes.io/h2c")
-#: ``schedulers[].weights``: the scorers, in the documentation's order.
-WEIGHTS = ("queue", "kvCache", "prefix", "runningRequests", "loraAffinity", "predictedLatency", "lru")
-#: Weights only the ``llm-d`` scheduler takes.
+#: Weights (of queue, kvCache, prefix, runningRequests, loraAffinity, predictedLatency, lru) only the ``llm-d`` scheduler takes.
 LLM_D_ONLY_WEIGHTS = ("lru",)
 #: ``requiredClaims[].valueType``.
 CLAIM_VALUE_TYPES = ("String", "StringArray")
@@ -62,12 +59,9 @@ POD_APP_LABEL = "app"
 
 #: The status condition that says the gateway serves.
 READY_CONDITION = "Ready"
-#: Every status condition the lab shows.
-CONDITIONS = ("Accepted", "Ready", "GatewayProgrammed", "BBRReady", "AdmissionBlocked")
 #: The controller puts each gateway's ``Gateway`` (class ``inference-gateway``, named after the
 #: InferenceGatewayConfig) and its Envoy Service in the operator's namespace; the Service is found by this label.
 GATEWAY_NAMESPACE = OPERATOR_NAMESPACE
-GATEWAY_CLASS = "inference-gateway"
 OWNING_GATEWAY_LABEL = "gateway.envoyproxy.io/owning-gateway-name"
 
 #: The oldest model-server versions the gateway works with (older vLLM publishes the KV cache metric under another

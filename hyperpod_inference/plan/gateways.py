@@ -33,7 +33,6 @@ class GatewayPlan:
     unit: str
     depends_on: tuple[str, ...]
     spec: Mapping[str, Any] = field(repr=False)
-    endpoints: tuple[str, ...]  # the units of the endpoints behind it
     outputs: tuple[OutputPlan, ...]
 
     @property
@@ -106,12 +105,10 @@ def plan_gateways(config: HyperPodConfig, context: PlanContext) -> tuple[Gateway
         if gw.external:
             continue
         namespace_unit = context.namespace_unit(gw.namespace)
-        behind = tuple(naming.endpoint_unit_name(ep.namespace, ep.name) for ep in config.endpoints
-                       if gateway_of(config, ep) is gw)
         plans.append(GatewayPlan(
             name=gw.name, namespace=gw.namespace, unit=naming.gateway_unit_name(gw.namespace, gw.name),
             depends_on=(namespace_unit,) if namespace_unit else (), spec=MappingProxyType(gateway_spec(config, gw)),
-            endpoints=behind, outputs=gateway_outputs(gw)))
+            outputs=gateway_outputs(gw)))
     return tuple(plans)
 
 
