@@ -140,7 +140,7 @@ def test_a_gateway_needs_the_add_on_that_ships_it() -> None:
 
 def test_a_gateway_with_the_operator_chart_is_refused() -> None:
     data = base()
-    data["operator"]["install"] = "chart"
+    data["operator"] = {"install": "chart", "version": data["operator"]["version"], "crdSource": "crds"}
     assert at(data, "gateways[0]") == [
         "the Inference Gateway is installed by the EKS add-on only: operator.install addon (or existing, with the "
         "add-on's gateway enabled)"]
@@ -223,6 +223,7 @@ def test_a_model_server_older_than_the_gateway_needs_is_refused(runtime: str, im
     data = base()
     data["endpoints"][0].update(runtime=runtime, image=image)
     if runtime == "custom":
+        data["endpoints"][0]["port"] = 8000
         data["gateways"][0]["schedulers"][0]["modelName"] = "qwen"
     assert at(data, "endpoints[0].image") == [message]
 
