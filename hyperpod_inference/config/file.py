@@ -13,7 +13,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import gateway_rules  # noqa: F401  (registers the cross-section rules of the gateways)
+from . import gateway_rules  # also registers the cross-section rules of the gateways
 from .base import (
     CrdPaths,
     DnsLabel,
@@ -113,4 +113,4 @@ class HyperPodConfig(Strict):
                 raise
             raise ValidationError.from_exception_data(cls.__name__, [*line_errors(err), *extra]) from None
         _raise_all(cls, cross_problems(ConfigView.of(config)))
-        return config
+        return gateway_rules.with_opt_ins(config)

@@ -9,7 +9,11 @@ config says it once; an endpoint that says otherwise (``enabled: false``, anothe
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel
 
 from ..facts import gateway as facts
 from ..facts import operator as operator_facts
@@ -56,7 +60,7 @@ def gateway_install(v: ConfigView) -> Problems:
                                         "addon (or existing, with the add-on's gateway enabled)")
         elif op.install == "addon":
             addon = op.addon_version or operator_facts.release(op.version).addon_version
-            if Version(addon) < Version(facts.MIN_ADDON_VERSION):
+            if addon is not None and Version(addon) < Version(facts.MIN_ADDON_VERSION):
                 yield _err(("gateways", i), f"needs the add-on {facts.MIN_ADDON_VERSION} or later "
                                             f"(operator.addonVersion is {addon})")
 
@@ -129,8 +133,11 @@ def endpoints_behind_gateways(v: ConfigView) -> Problems:
         named.setdefault(k, (i, gw))
         enabled, name = opt_in(ep)
         at = ("endpoints", k, "inferenceGateway")
+        if enabled is False and name is None and getattr(ep, "inference_gateway", None) is not None:
+            enabled = None  # {} or {enabled: false} said nothing the scheduler does not
         if enabled is False:
-            yield _err((*at, "enabled"), f"gateways[{i}] routes to this endpoint: remove enabled: false")
+            yield _err((*at, "enabled"), f"must be true (or absent with inferenceGateway): gateways[{i}] routes to "
+                                         "this endpoint")
         if name is not None and name != gw.name:
             yield _err((*at, "name"), f"is {name!r}, but gateways[{i}] ({gw.name}) routes to this endpoint")
         irs = ep.intelligent_routing_spec
@@ -162,3 +169,22 @@ def gateway_runtimes(v: ConfigView) -> Problems:
         problem = facts.runtime_problem(facts.engine_of(ep.effective_runtime, ep.image), image)
         if problem:
             yield _err(("endpoints", k, "image" if ep.image else "runtime"), problem)
+
+
+def with_opt_ins(config: Any) -> Any:
+    """``config`` with every endpoint a scheduler names opted in to that gateway (``inferenceGateway: {enabled:
+    true, name: <gateway>}``); the same object when nothing changes."""
+    field = type(config.endpoints[0]).model_fields.get("inference_gateway") if config.endpoints else None
+    model = next((a for a in typing.get_args(field.annotation) if isinstance(a, type) and issubclass(a, BaseModel)),
+                 None) if field is not None else None
+    if model is None:
+        return config
+    endpoints, changed = [], False
+    for ep in config.endpoints:
+        gw = next((g for g in config.gateways if not g.external and g.namespace == ep.namespace
+                   and any(s.endpoint == ep.name for s in g.schedulers or [])), None)
+        if gw is not None and opt_in(ep) != (True, gw.name):
+            ep = ep.model_copy(update={"inference_gateway": model.model_validate({"enabled": True, "name": gw.name})})
+            changed = True
+        endpoints.append(ep)
+    return config.model_copy(update={"endpoints": endpoints}) if changed else config
