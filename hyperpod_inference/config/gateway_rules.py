@@ -26,11 +26,12 @@ from .gateway import Gateway
 
 
 def opt_in(ep: Endpoint) -> tuple[bool | None, str | None]:
-    """The endpoint's own ``inferenceGateway``: (enabled, name), each None when not given."""
+    """The endpoint's own ``inferenceGateway``: (enabled, name), each None when not written."""
     given = getattr(ep, "inference_gateway", None)
     if given is None:
         return None, None
-    return getattr(given, "enabled", None), getattr(given, "name", None)
+    enabled = given.enabled if "enabled" in given.model_fields_set else None
+    return enabled, getattr(given, "name", None)
 
 
 def routes(v: ConfigView) -> Iterator[tuple[int, Gateway, int, int, Endpoint]]:
@@ -133,8 +134,6 @@ def endpoints_behind_gateways(v: ConfigView) -> Problems:
         named.setdefault(k, (i, gw))
         enabled, name = opt_in(ep)
         at = ("endpoints", k, "inferenceGateway")
-        if enabled is False and name is None and getattr(ep, "inference_gateway", None) is not None:
-            enabled = None  # {} or {enabled: false} said nothing the scheduler does not
         if enabled is False:
             yield _err((*at, "enabled"), f"must be true (or absent with inferenceGateway): gateways[{i}] routes to "
                                          "this endpoint")

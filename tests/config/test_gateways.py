@@ -163,7 +163,6 @@ def test_a_scheduler_endpoint_must_exist_in_the_gateways_namespace() -> None:
 def test_an_endpoint_behind_a_gateway_that_opts_out_or_names_another_is_refused() -> None:
     data = base()
     data["endpoints"][0]["inferenceGateway"] = {"enabled": False}
-    data["endpoints"][0]["inferenceGateway"] = {"enabled": False, "name": "chat-gw"}
     assert at(data, "endpoints[0].inferenceGateway.enabled") == [
         "must be true (or absent with inferenceGateway): gateways[0] routes to this endpoint"]
     data["endpoints"][0]["inferenceGateway"] = {"enabled": True, "name": "other-gw"}
