@@ -14,11 +14,10 @@ import re
 
 from .operator import API_GROUP, OPERATOR_NAMESPACE
 
-#: The gateway's custom resource: its API version (same group as the operator's, version v1alpha1), kind, plural
+#: The gateway's custom resource: its API version (same group as the operator's, version v1alpha1), kind
 #: and short name.
 API_VERSION = f"{API_GROUP}/v1alpha1"
 KIND = "InferenceGatewayConfig"
-PLURAL = "inferencegatewayconfigs"
 SHORT_NAME = "igwc"
 
 #: The operator field a gateway needs: the endpoints' ``spec.inferenceGateway`` (the release table says from which
