@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from hyperpod_inference.facts import gateway as facts
 from hyperpod_inference.facts import gitops
@@ -99,4 +100,5 @@ def test_files_mode_writes_the_gateway_in_the_custom_resources_tier(tmp_path) ->
     folder = tmp_path / "manifests"
     [path] = [p for p in folder.glob("*.yaml") if "InferenceGatewayConfig" in p.read_text()]
     assert path.name == gitops.file_name(gitops.CUSTOM_RESOURCES, "inference-gateway-chat-gw")
-    assert f"{gitops.ARGOCD_SYNC_WAVE}: \"{gitops.CUSTOM_RESOURCES.index}\"" in path.read_text()
+    [obj] = [o for o in yaml.safe_load_all(path.read_text()) if o]
+    assert obj["metadata"]["annotations"][gitops.ARGOCD_SYNC_WAVE] == str(gitops.CUSTOM_RESOURCES.index)

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from hyperpod_inference.config import ConfigError, parse_config
+from hyperpod_inference.config.cross_rules import ConfigView
+from hyperpod_inference.config.gateway_rules import gateway_install
 from hyperpod_inference.facts import gateway as facts
 from tests.synth_helpers import load_yaml
 
@@ -139,11 +141,16 @@ def test_a_gateway_needs_the_add_on_that_ships_it() -> None:
 
 
 def test_a_gateway_with_the_operator_chart_is_refused() -> None:
+    # GIVEN a v3.7 config with the operator chart THEN refused (the operator section refuses chart 2.7.0 too)
     data = base()
     data["operator"] = {"install": "chart", "version": data["operator"]["version"], "crdSource": "crds"}
-    assert at(data, "gateways[0]") == [
-        "the Inference Gateway is installed by the EKS add-on only: operator.install addon (or existing, with the "
-        "add-on's gateway enabled)"]
+    assert any("Inference Gateway is installed by the add-on only" in m for _, m in problems(data))
+    # AND the gateway rule itself refuses a chart install of any version that has spec.inferenceGateway
+    config = parse_config(base())
+    view = ConfigView.of(config.model_copy(update={"operator": config.operator.model_copy(update={"install": "chart"})}))
+    assert [(e["loc"], e["type"].message_template) for e in gateway_install(view)] == [(
+        ("gateways", 0), "the Inference Gateway is installed by the EKS add-on only: operator.install addon (or "
+                         "existing, with the add-on's gateway enabled)")]
 
 
 # --- the endpoints behind it -----------------------------------------------------------------------------------
