@@ -241,7 +241,9 @@ def fields_in_operator_version(v: ConfigView) -> Problems:
         for crd_path, loc, value in (
                 ("spec.loadBalancer.idleTimeoutSeconds", ("loadBalancer", "idleTimeoutSeconds"),
                  ep.load_balancer.idle_timeout_seconds if ep.load_balancer else None),
-                ("spec.modelCacheConfig.imageCache", ("imageCache",), ep.image_cache)):
+                ("spec.modelCacheConfig.imageCache", ("imageCache",), ep.image_cache),
+                ("spec.inferenceGateway", ("inferenceGateway",), ep.inference_gateway),
+                ("spec.kubernetes.podTemplateAnnotations", ("podTemplateAnnotations",), ep.pod_template_annotations)):
             if value is not None and not operator_facts.has_field(version, crd_path):
                 yield _err(("endpoints", i, *loc), f"needs operator.version {operator_facts.field_since(crd_path)} or "
                            f"later (have {version}; {crd_path} is not in its CRD)")
