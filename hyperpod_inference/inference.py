@@ -174,6 +174,8 @@ class HyperPodInference(Construct):
                            operator=self.operator, capture_bucket=capture_bucket, capture_key=capture_key,
                            hosted_zone=hosted_zone, certificate=certificate)
         self.kubernetes = KubernetesSide(self.delivery, self.context, lambda: list(self.operator.dependencies))
+        self.gateways = self.kubernetes.realize_gateways(self, self.stack_plan.gateways)
+        outputs.gateway_outputs(self, self.stack_plan.gateways)
         self._report(self.stack_plan.warnings)
         for endpoint in config.endpoints:
             self._add(endpoint)

@@ -51,13 +51,15 @@ def support_table() -> str:
 
     kubernetes = ", ".join(kubectl.DEFAULT_LAYER.serves)
     cdk = _dependency_range("aws-cdk-lib").replace(",", ", ")
-    lines = ["| operator | EKS add-on (validated) | Helm chart (appVersion) | Kubernetes | aws-cdk-lib |",
-             "|---|---|---|---|---|"]
+    lines = ["| operator | EKS add-on | Helm chart (appVersion) | CRD | Kubernetes | aws-cdk-lib |",
+             "|---|---|---|---|---|---|"]
     for r in operator.RELEASES:
-        lines.append(f"| `{r.version}` | `{r.addon_version}` | `{r.chart_version}` ({r.app_version}) | {kubernetes} "
+        addon = f"`{r.addon_version}`" if r.addon_version else "none known (pin `operator.addonVersion`)"
+        crd = "validated" if r.crd_public else "not public (fields from docs; warned)"
+        lines.append(f"| `{r.version}` | {addon} | `{r.chart_version}` ({r.app_version}) | {crd} | {kubernetes} "
                      f"| `{cdk}` |")
     newer = ", ".join(f"`{a}` ({v})" for a, v in operator.NEWER_ADDON_VERSIONS.items())
-    lines += ["", f"Newer add-on versions `operator.addonVersion` accepts without validation (with a warning): {newer}."]
+    lines += ["", f"Other add-on versions `operator.addonVersion` accepts without validation (with a warning): {newer}."]
     return "\n".join(lines)
 
 

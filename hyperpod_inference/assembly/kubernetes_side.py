@@ -12,11 +12,13 @@ import cdk8s_plus_28 as kplus
 from constructs import Construct
 
 from ..charts.endpoint import EndpointChart, EndpointWiring, add_objects
+from ..charts.gateway import gateway_resource
 from ..charts.hf_token import external_secret_objects
 from ..charts.nvme_cache import NvmeAgentCode, NvmeAgentGc, NvmeCache, NvmeCachePlan, model_reader_service_account
 from ..facts import naming
 from ..plan.context import NamespaceUnitPlan, PlanContext
 from ..plan.endpoints import EndpointPlan
+from ..plan.gateways import GatewayPlan
 from ..plan.shared import SharedPlan
 from .aws_side import AwsValues
 from .delivery import ManifestDelivery, ManifestUnit
@@ -78,6 +80,18 @@ class KubernetesSide:
         unit = self.delivery.deliver(scope, plan.unit, chart, depends_on=list(plan.depends_on), after=self._after(),
                                      custom_resource=True)
         return chart, unit
+
+    def realize_gateways(self, owner: Construct, gateways: Iterable[GatewayPlan]) -> dict[str, ManifestUnit]:
+        """One manifest per Inference Gateway, in ``owner``: after its namespace and the operator (the add-on installs
+        the gateway's CRD and controller), so it is deleted before them; the endpoints behind it wait for it (their
+        plans name its unit)."""
+        units = {}
+        for plan in gateways:
+            chart = self.delivery.chart(plan.unit)
+            add_objects(chart, [gateway_resource(plan)])
+            units[plan.unit] = self.delivery.deliver(owner, plan.unit, chart, depends_on=list(plan.depends_on),
+                                                     after=self._after(), custom_resource=True)
+        return units
 
     def wiring(self, plan: EndpointPlan, aws: AwsValues) -> EndpointWiring:
         """The custom resource's values: from the plan, the NVMe cache's pod pieces or (without the cache) the token

@@ -3,7 +3,7 @@ keeps a template under CloudFormation's 200 outputs. The commands in them come f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import aws_cdk as cdk
@@ -18,6 +18,7 @@ from ..constructs.observability import InferenceObservability
 from ..facts import alarms as alarm_facts
 from ..plan import commands
 from ..plan.endpoints import EndpointPlan
+from ..plan.gateways import GatewayPlan
 from ..plan.outputs import folded_output_id, nested_stack_output_id, verification_output_id
 from .limits import MAX_OUTPUTS, template_counts
 
@@ -43,6 +44,13 @@ def endpoint_outputs(scope: Construct, plan: EndpointPlan,
 def global_outputs(owner: Construct, execution_role: iam.IRole, tls_bucket_name: str) -> None:
     cdk.CfnOutput(owner, "OperatorExecutionRoleArn", value=execution_role.role_arn)
     cdk.CfnOutput(owner, "TlsBucketName", value=tls_bucket_name)
+
+
+def gateway_outputs(owner: Construct, gateways: Iterable[GatewayPlan]) -> None:
+    """Each Inference Gateway's status command and how to reach its internal load balancer."""
+    for gateway in gateways:
+        for o in gateway.outputs:
+            cdk.CfnOutput(owner, o.construct_id, value=o.value, description=o.description)
 
 
 def domain_outputs(owner: Construct, domain: CustomDomain, zone_name: str) -> None:

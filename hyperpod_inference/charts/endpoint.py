@@ -112,7 +112,7 @@ def tls_dns_spec(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------------------ worker
 def _served_model_name(ep: Endpoint) -> str:
-    return ep.model.huggingface.model_id if ep.model.huggingface else ep.name
+    return ep.served_model_name or ep.name
 
 
 def _model_path(ep: Endpoint) -> str | None:
@@ -246,6 +246,7 @@ def _production_common(ep: Endpoint) -> dict[str, Any]:
         "intelligentRoutingSpec": dump(ep.intelligent_routing_spec),
         "kvCacheSpec": dump(ep.kv_cache_spec),
         "maxDeployTimeInSeconds": ep.max_deploy_time_in_seconds,
+        "inferenceGateway": dump(ep.inference_gateway),
     })
 
 
@@ -312,6 +313,7 @@ def build_custom_resource(ep: Endpoint, w: EndpointWiring) -> dict[str, Any]:
         kubernetes = _drop_none({
             "serviceAccountName": w.service_account_name,
             "schedulerName": ep.scheduler_name,
+            "podTemplateAnnotations": dict(ep.pod_template_annotations) if ep.pod_template_annotations else None,
             "volumes": list(w.kubernetes_volumes) or None,
             "initContainers": list(w.init_containers) or None,
         })

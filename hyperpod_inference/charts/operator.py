@@ -36,6 +36,7 @@ from ..facts.operator import (
     CHART_VERSIONS,
     OPERATOR_NAMESPACE,
     OPERATOR_VERSIONS,
+    VALIDATED_OPERATOR_VERSIONS,
     field_since,
 )
 from ..facts.operator import CHART_NAME_PREFIX as NAME_PREFIX
@@ -489,9 +490,9 @@ def _meta_pod() -> ApiObjectMetadata:
 def _validate(props: OperatorChartProps) -> None:
     """Collect every problem with the props and raise once (regions are checked by the image table)."""
     problems: list[str] = []
-    if props.version not in CHART_VERSIONS:
-        problems.append(f"version: unsupported operator version {props.version!r}; "
-                        f"supported: {', '.join(OPERATOR_VERSIONS)}")
+    if props.version not in VALIDATED_OPERATOR_VERSIONS:
+        problems.append(f"version: unsupported operator version {props.version!r}; the chart is rendered as the "
+                        f"library validated it for {', '.join(VALIDATED_OPERATOR_VERSIONS)}")
     for field in ("execution_role_arn", "tls_bucket_name", "eks_cluster_name", "region"):
         if not getattr(props, field):
             problems.append(f"{field}: required (the operator's Helm chart refuses to render without it)")

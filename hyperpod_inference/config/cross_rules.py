@@ -25,6 +25,7 @@ from .capture import Capture
 from .cluster import Cluster, Env
 from .domain import Domain
 from .endpoint import Endpoint
+from .gateway import Gateway
 from .operator import Manifests, Operator
 
 
@@ -41,6 +42,7 @@ class ConfigView:
     domain: Domain | None = None
     stack_layout: str = "single"
     endpoints: list[tuple[int, Endpoint]] = field(default_factory=list)
+    gateways: list[tuple[int, Gateway]] = field(default_factory=list)
     invalid: frozenset[str] = frozenset()
 
     @property
@@ -60,7 +62,8 @@ class ConfigView:
         """The view of a validated ``HyperPodConfig``."""
         return cls(env=config.env, cluster=config.cluster, operator=config.operator, manifests=config.manifests,
                    namespaces=list(config.namespaces), capture=config.capture, domain=config.domain,
-                   stack_layout=config.stack_layout, endpoints=list(enumerate(config.endpoints)))
+                   stack_layout=config.stack_layout, endpoints=list(enumerate(config.endpoints)),
+                   gateways=list(enumerate(config.gateways)))
 
     @classmethod
     def partial(cls, data: dict[str, Any], context: Any = None) -> ConfigView:
@@ -88,13 +91,20 @@ class ConfigView:
                 endpoints.append((i, Endpoint.model_validate(item, context=context)))
             except ValidationError:
                 invalid.add("endpoints")
+        gateways: list[tuple[int, Gateway]] = []
+        raw = data.get("gateways") or []
+        for i, item in enumerate(raw if isinstance(raw, list) else []):
+            try:
+                gateways.append((i, Gateway.model_validate(item, context=context)))
+            except ValidationError:
+                invalid.add("gateways")
         layout = data.get("stackLayout", "single")
         return cls(env=section("env", Env), cluster=section("cluster", Cluster),
                    operator=section("operator", Operator, Operator()),
                    manifests=section("manifests", Manifests, Manifests()), namespaces=namespaces,
                    capture=section("capture", Capture), domain=section("domain", Domain),
                    stack_layout=layout if layout in ("single", "perNamespace") else "single", endpoints=endpoints,
-                   invalid=frozenset(invalid))
+                   gateways=gateways, invalid=frozenset(invalid))
 
 
 Rule = Callable[[ConfigView], Problems]

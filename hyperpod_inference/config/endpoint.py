@@ -32,6 +32,7 @@ from .base import (
     DnsSubdomain,
     DomainName,
     JsmRoleArn,
+    LabelKey,
     Loc,
     NoCrd,
     Problems,
@@ -51,7 +52,7 @@ from .placement import InstanceType, NodeAffinity, unknown_instance_types
 from .prefill_decode import PdSpec
 from .probes import Probes, RequestLimits
 from .resources import Resources, instance_fit_findings
-from .routing import IntelligentRoutingSpec, KvCacheSpec, LoadBalancerSpec
+from .routing import InferenceGateway, IntelligentRoutingSpec, KvCacheSpec, LoadBalancerSpec
 from .verify import Verify
 from .worker_env import EnvName, EnvValue
 
@@ -60,7 +61,7 @@ MigProfile = Annotated[str, StringConstraints(pattern=prod_facts.MIG_PROFILE, ma
 # Keys only one kind has (YAML names); the other kind refuses them, naming itself.
 IEC_ONLY = ("runtime", "image", "port", "args", "resources", "invocationEndpoint", "pdSpec", "instanceTypes",
             "nodeAffinity", "tags", "modelVersion", "probes", "requestLimits", "command", "workingDir", "portName",
-            "schedulerName")
+            "schedulerName", "podTemplateAnnotations")
 JSM_ONLY = ("acceleratorPartitionType", "acceleratorPartitionValidation", "executionRole")
 
 
@@ -151,6 +152,9 @@ class Endpoint(Strict):
     """The operator's intelligent routing."""
     kv_cache_spec: KvCacheSpec | None = crd("spec.kvCacheSpec")
     """The operator's KV cache (L1 / L2)."""
+    inference_gateway: InferenceGateway | None = crd(
+        "spec.inferenceGateway", description="Operator v3.6 and later: serve the endpoint through an Inference "
+                                             "Gateway (exclusive with intelligentRoutingSpec.enabled).")
     metrics: Metrics | None = crd("spec.metrics")
     """Metrics scraping."""
     pd_spec: PdSpec | None = crd("spec.pdSpec")
@@ -164,6 +168,9 @@ class Endpoint(Strict):
     """The model version recorded on the SageMaker endpoint."""
     scheduler_name: DnsSubdomain | None = crd("spec.kubernetes.schedulerName")
     """The Kubernetes scheduler of the pods."""
+    pod_template_annotations: dict[LabelKey, Annotated[str, StringConstraints(max_length=65536)]] | None = crd(
+        "spec.kubernetes.podTemplateAnnotations", description="Operator v3.6 and later: annotations on the model "
+                                                              "pods' template.")
     image_cache: ImageCache | None = crd("spec.modelCacheConfig.imageCache", description="v3.3 and later")
     accelerator_partition_type: MigProfile | None = crd(
         "spec.server.acceleratorPartitionType", description="JumpStartModel: the MIG profile, e.g. mig-1g.10gb")
@@ -256,6 +263,15 @@ class Endpoint(Strict):
         """The container port the model server listens on (``port``, else the runtime preset's)."""
         preset = PRESETS.get(self.effective_runtime or "")
         return self.port or (preset.port if preset else 8080)
+
+    @property
+    def served_model_name(self) -> str | None:
+        """The model name the server answers to (its runtime preset's ``--served-model-name``: the Hugging Face model
+        ID, else the endpoint's name); None when the library does not set it (``tgi``, ``custom``, JumpStart)."""
+        preset = PRESETS.get(self.effective_runtime or "")
+        if preset is None or not preset.serves_model_name:
+            return None
+        return self.model.huggingface.model_id if self.model.huggingface else self.name
 
     def request_limit_findings(self, *, warn: bool) -> list[tuple[Loc, str]]:
         """Worker requests the instance cannot give (``warn=False``: refusals) or that come within 10% of it
@@ -490,6 +506,14 @@ def custom_runtime_complete(ep: Endpoint) -> Problems:
         yield _err(("command",), "only with runtime: custom (the runtime preset sets the command)")
 
 
+def gateway_or_intelligent_routing(ep: Endpoint) -> Problems:
+    """The operator refuses an Inference Gateway and its intelligent routing on one endpoint (FACTS section 13)."""
+    irs = ep.intelligent_routing_spec
+    if ep.inference_gateway is not None and ep.inference_gateway.enabled and irs is not None and irs.enabled:
+        yield _err(("inferenceGateway", "enabled"), "exclusive with intelligentRoutingSpec.enabled (the gateway "
+                                                    "routes the requests; turn one of them off)")
+
+
 def health_check_path_once(ep: Endpoint) -> Problems:
     if ep.health_check_path is not None and ep.load_balancer and ep.load_balancer.health_check_path:
         yield _err(("loadBalancer", "healthCheckPath"), "give the health check path once: healthCheckPath or "
@@ -580,7 +604,8 @@ ENDPOINT_RULES: tuple[Callable[[Endpoint], Problems], ...] = (
     jumpstart_spec_limits, one_placement, known_instance_types, accelerators_known, gpu_preset_has_a_gpu,
     tgi_serves_text_generation, neuron_needs_custom_runtime,
     accelerator_resource_exists, requests_fit_the_instance, probes_on_the_served_port, tag_keys_unique,
-    custom_runtime_complete, health_check_path_once, triggers_name_their_dimensions, autoscaling_once,
+    custom_runtime_complete, gateway_or_intelligent_routing, health_check_path_once,
+    triggers_name_their_dimensions, autoscaling_once,
     kv_cache_with_vllm, preset_settings_left_to_the_preset, sagemaker_endpoint_when_used, weight_cache_fits,
     spec_overrides_leave_library_paths,
 )

@@ -13,6 +13,7 @@ from pydantic import (
     model_validator,
 )
 
+from . import gateway_rules  # also registers the cross-section rules of the gateways
 from .base import (
     CrdPaths,
     DnsLabel,
@@ -25,6 +26,7 @@ from .cluster import Cluster, Env
 from .cross_rules import ConfigView, cross_problems
 from .domain import Domain
 from .endpoint import Endpoint
+from .gateway import Gateway
 from .observability import Observability
 from .operator import Manifests, Operator
 from .suggest import line_errors
@@ -51,6 +53,8 @@ class HyperPodConfig(Strict):
         "stack_layout": NoCrd("AWS side, not the custom resource (how the stack nests its templates)"),
         "acknowledge_warnings": NoCrd("the config's own warnings"),
         "observability": NoCrd("AWS side: dashboards, alarms and Prometheus rules over the endpoints"),
+        "gateways": NoCrd("one InferenceGatewayConfig (v1alpha1) each, not a field of an endpoint's custom "
+                          "resource"),
     }
     api_version: Literal["hyperpod-inference/v1"]
     """The config file's version: hyperpod-inference/v1."""
@@ -71,6 +75,9 @@ class HyperPodConfig(Strict):
     """The Route 53 zone and ACM certificate for endpoint domain names."""
     endpoints: list[Endpoint] = Field(default_factory=list)
     """The model endpoints, one operator custom resource each."""
+    gateways: list[Gateway] = Field(default_factory=list)
+    """Inference Gateways (operator v3.6+): one InferenceGatewayConfig each, routing by model name to the endpoints'
+    pods (docs/inference-gateway.md)."""
     stack_name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9-]*$", max_length=128)] | None = Field(
         default=None, description="The CloudFormation stack the app builds from this file. Default: HyperPodInference "
                                   "for one config file, HyperPodInference-<eksClusterName> for several "
@@ -106,4 +113,4 @@ class HyperPodConfig(Strict):
                 raise
             raise ValidationError.from_exception_data(cls.__name__, [*line_errors(err), *extra]) from None
         _raise_all(cls, cross_problems(ConfigView.of(config)))
-        return config
+        return gateway_rules.with_opt_ins(config)

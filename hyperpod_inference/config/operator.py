@@ -59,7 +59,9 @@ class Operator(Strict):
     """addon (the EKS add-on), chart (the operator's Helm chart as a cdk8s chart), or existing (installs nothing; needs
     executionRoleArn)."""
     version: Literal[operator_facts.OPERATOR_VERSIONS] = operator_facts.DEFAULT_OPERATOR_VERSION  # type: ignore[valid-type]
-    """The operator version whose CRD fields the config may use (fields the version lacks are refused)."""
+    """The operator version whose CRD fields the config may use (fields the version lacks are refused). v3.2 and v3.3
+    are validated against their CRDs; v3.4 to v3.7 are accepted with a warning (their CRD text is not public: their
+    fields are sourced from AWS's documentation and the chart's pull requests)."""
     dependencies: Literal["create", "existing"] = "create"
     """create the S3 / FSx CSI drivers, metrics-server and cert-manager add-ons, or use existing ones."""
     tls_bucket_name: BucketName | None = None
@@ -103,6 +105,16 @@ class Operator(Strict):
         if self.install == "existing" and self.dependencies == "create":
             errors.append(_err(("dependencies",), "install: existing installs nothing; set dependencies: existing",
                                self.dependencies))
+        release = operator_facts.release(self.version)
+        if self.install == "addon" and not self.addon_version and release.addon_version is None:
+            errors.append(_err(("addonVersion",), f"required with install: addon and version {self.version}: no "
+                               f"add-on version is known to ship operator {self.version} (pin the one that does)"))
+        if self.install == "chart" and not release.crd_public:
+            validated = ", ".join(operator_facts.VALIDATED_OPERATOR_VERSIONS)
+            errors.append(_err(("version",), f"install: chart renders the operator's Helm chart as the library "
+                               f"validated it ({validated}); chart {release.chart_version} of {self.version} is "
+                               "known from its pull-request text only (and the Inference Gateway is installed by the "
+                               "add-on only): use install: addon or existing", self.version))
         if self.addon_version and self.install != "addon":
             errors.append(_err(("addonVersion",), "only used with install: addon", self.addon_version))
         if self.addon_configuration_overrides is not None:

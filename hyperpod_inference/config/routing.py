@@ -9,7 +9,7 @@ from pydantic_core import PydanticCustomError
 
 from ..facts import production as prod_facts
 from .autoscaling import AutoScalingSpec
-from .base import Strict, Text, crd, crd_required
+from .base import DnsLabel, Strict, Text, crd, crd_required
 
 
 class IntelligentRoutingSpec(Strict):
@@ -20,6 +20,15 @@ class IntelligentRoutingSpec(Strict):
     warned."""
     auto_scaling_spec: AutoScalingSpec | None = crd("autoScalingSpec")
     """Autoscaling of the router."""
+
+
+class InferenceGateway(Strict):
+    """The endpoint's opt-in to an Inference Gateway (operator v3.6 and later; exclusive with intelligent routing)."""
+
+    enabled: bool = Field(False, json_schema_extra={"x-crd-path": "enabled"})
+    """Serve the endpoint through an Inference Gateway (InferenceGatewayConfig) in its namespace."""
+    name: DnsLabel | None = crd("name")
+    """The InferenceGatewayConfig to join; absent: the operator names one ``inf-igw-<uuid>``."""
 
 
 class L2CacheSpec(Strict):

@@ -232,6 +232,21 @@ def deploy_time_beyond_verify(ep: Endpoint, config: WholeConfig | None) -> Findi
                                          f"than verify waits ({ep.verify.timeout_minutes} min)")
 
 
+def health_taint_toleration(ep: Endpoint, config: WholeConfig | None) -> Findings:
+    """A toleration of HyperPod's node-health taint not scoped to ``value: Schedulable`` (an ``Exists`` on the key,
+    another value, or a toleration of every key)."""
+    key, schedulable = operator_facts.NODE_HEALTH_TAINT_KEY, operator_facts.NODE_HEALTH_SCHEDULABLE
+    for path, tolerations in prod_facts.lists_named("tolerations", ep.spec_overrides or {}, ("specOverrides",)):
+        for i, t in enumerate(tolerations):
+            if not isinstance(t, dict) or t.get("key") not in (key, None, ""):
+                continue
+            if t.get("operator") == "Exists" or t.get("value") != schedulable:
+                yield (f"{'.'.join(path)}[{i}]",
+                       f"tolerates the node-health taint {key} beyond value: {schedulable}: the pods may land on "
+                       f"nodes HyperPod is draining or repairing; tolerate {{key: {key}, operator: Equal, value: "
+                       f"{schedulable}}} only")
+
+
 def spec_overrides_unchecked(ep: Endpoint, config: WholeConfig | None) -> Findings:
     if ep.spec_overrides and ep.spec_overrides_unchecked:
         paths = ", ".join(f"spec.{prod_facts.dotted(p)}" for p in prod_facts.override_leaves(ep.spec_overrides))
@@ -278,14 +293,29 @@ def apex_domain(config: WholeConfig) -> Findings:
                    "is shared with SPF and domain verification records; prefer a name below the apex")
 
 
+def operator_version_unvalidated(config: WholeConfig) -> Findings:
+    op = config.operator
+    if op.version not in operator_facts.VALIDATED_OPERATOR_VERSIONS:
+        release = operator_facts.release(op.version)
+        yield ("operator.version", f"operator {op.version}'s CRD text is not public: the fields the config adds for "
+                                   "it are sourced from AWS's documentation and the chart's pull requests, and the "
+                                   "resources are not checked against its schema "
+                                   f"({release.sources}); validated: "
+                                   f"{', '.join(operator_facts.VALIDATED_OPERATOR_VERSIONS)}"
+                                   + ("; its add-on (v2.x) publishes no configuration schema: the library writes the "
+                                      "v1.x keys, and inferenceGateway.* as AWS's samples do"
+                                      if (release.addon_version or "").startswith("v2.") else ""))
+
+
 def addon_version_unvalidated(config: WholeConfig) -> Findings:
     op = config.operator
     validated = operator_facts.release(op.version).addon_version
-    if op.install == "addon" and op.addon_version and op.addon_version != validated:
-        newer = operator_facts.NEWER_ADDON_VERSIONS.get(op.addon_version)
+    if op.install == "addon" and op.addon_version and validated and op.addon_version != validated:
+        newer = operator_facts.NEWER_ADDON_VERSIONS.get(op.addon_version) or next(
+            (r.version for r in operator_facts.RELEASES if r.addon_version == op.addon_version), None)
         detail = (f"it installs operator {newer}, whose CRD is not available to validate against" if newer
                   else "the library has not validated it")
-        if op.addon_version.startswith("v2."):
+        if op.addon_version.startswith("v2.") and not (validated or "").startswith("v2."):
             detail += "; v2.x reads other configuration keys (inferenceOperator.*, inferenceGateway.*) and its " \
                       "schema is unknown, so the configurationValues written for v1.x may not apply"
         yield ("operator.addonVersion", f"{op.addon_version} is not the add-on of operator.version {op.version} "

@@ -53,6 +53,7 @@ ENDPOINT_WARNINGS: tuple[tuple[str, EndpointRule], ...] = (
     ("requestNearInstanceLimit", rules.request_near_instance_limit),
     ("tensorParallelSize", rules.tensor_parallel_size),
     ("specOverridesUnchecked", rules.spec_overrides_unchecked),
+    ("healthTaintToleration", rules.health_taint_toleration),
     ("alarmsUnused", rules.alarms_unused),
     ("alarmsNeedEndpointName", rules.alarms_need_endpoint_name),
 )
@@ -60,6 +61,7 @@ ENDPOINT_WARNINGS: tuple[tuple[str, EndpointRule], ...] = (
 CONFIG_WARNINGS: tuple[tuple[str, ConfigRule], ...] = (
     ("chartFilesDependencies", rules.chart_files_dependencies),
     ("apexDomain", rules.apex_domain),
+    ("operatorVersionUnvalidated", rules.operator_version_unvalidated),
     ("addonVersionUnvalidated", rules.addon_version_unvalidated),
     ("addonConfigurationOverrides", rules.addon_configuration_overrides),
 )

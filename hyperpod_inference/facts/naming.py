@@ -392,6 +392,11 @@ def namespace_unit_name(namespace: str) -> str:
     return f"namespace-{namespace}"
 
 
+def gateway_unit_name(namespace: str, name: str) -> str:
+    """The manifest of the Inference Gateway ``name`` of ``namespace``."""
+    return f"{namespace}-gateway-{name}"
+
+
 def pascal(name: str) -> str:
     """``team-a`` -> ``TeamA``: the construct-ID form of a Kubernetes name."""
     return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", name) if p)

@@ -23,8 +23,9 @@ class OperatorRelease:
 
     version: str
     """The operator's version as the config names it (``operator.version``), e.g. ``v3.3``."""
-    addon_version: str
-    """The ``amazon-sagemaker-hyperpod-inference`` EKS add-on version that ships it."""
+    addon_version: str | None
+    """The ``amazon-sagemaker-hyperpod-inference`` EKS add-on version that ships it (None: no add-on version is known
+    to ship it; ``operator.addonVersion`` must then name one)."""
     chart_version: str
     """The ``hyperpod-inference-operator`` Helm chart version (reported as ``CHART_VERSION``)."""
     app_version: str
@@ -33,37 +34,70 @@ class OperatorRelease:
     """Tag of the ``hyperpod-inference-operator`` image (the chart's ``image.tag``)."""
     init_image_tag: str
     """Tag of the ``hyperpod-inference-operator-init-container`` image (``image.initContainer.tag``)."""
+    crd_public: bool = True
+    """The release's CRD text is public (and in the reference data the tests check the field tables against): the
+    library validates configs of this version. False: its fields are known from AWS's documentation and the chart's
+    pull-request text only."""
+    sources: str = ""
+    """Where each value comes from, and which are inferred (releases without public CRD text)."""
 
 
 RELEASES: tuple[OperatorRelease, ...] = (
     OperatorRelease(version="v3.2", addon_version="v1.3.0-eksbuild.1", chart_version="2.2.2", app_version="3.2",
-                    manager_image_tag="v3.2", init_image_tag="v1.0"),
+                    manager_image_tag="v3.2", init_image_tag="v1.0",
+                    sources="chart 2.2.2 (git 011ca927) and the add-on release notes"),
     OperatorRelease(version="v3.3", addon_version="v1.4.0-eksbuild.1", chart_version="2.3.0", app_version="3.3",
-                    manager_image_tag="v3.3", init_image_tag="v1.0"),
+                    manager_image_tag="v3.3", init_image_tag="v1.0",
+                    sources="chart 2.3.0 (git 0986f2cc, PR #440) and the add-on release notes"),
+    OperatorRelease(version="v3.4", addon_version="v1.5.0-eksbuild.1", chart_version="2.4.0", app_version="3.4",
+                    manager_image_tag="v3.4", init_image_tag="v1.0", crd_public=False,
+                    sources="add-on: operator v3.4 release notes; chart 2.4.0: aws/sagemaker-hyperpod-cli PR #448 "
+                            "title; appVersion and image tag inferred from the chart's rule (image MAJOR.MINOR); "
+                            "init-container tag inferred unchanged"),
+    OperatorRelease(version="v3.5", addon_version=None, chart_version="2.5.0", app_version="3.5",
+                    manager_image_tag="v3.5", init_image_tag="v1.0", crd_public=False,
+                    sources="chart 2.5.0: PR #455; appVersion 3.5 and image tag v3.5: PR #461 (the versions it "
+                            "bumps from); no add-on version is known to ship v3.5; init-container tag inferred "
+                            "unchanged"),
+    OperatorRelease(version="v3.6", addon_version="v2.0.0-eksbuild.2", chart_version="2.6.0", app_version="3.6",
+                    manager_image_tag="v3.6", init_image_tag="v1.0", crd_public=False,
+                    sources="chart 2.6.0, appVersion 3.6, image tag v3.6: PR #461 (a later 2.6.1 changes only the "
+                            "FSx CSI subchart, PR #453); add-on v2.0.0-eksbuild.1 and .2 seen with v3.6, .2 is the "
+                            "first with the Inference Gateway (AWS's gateway documentation); init-container tag "
+                            "inferred unchanged"),
+    OperatorRelease(version="v3.7", addon_version="v2.1.0-eksbuild.1", chart_version="2.7.0", app_version="3.7",
+                    manager_image_tag="v3.7", init_image_tag="v1.0", crd_public=False,
+                    sources="chart 2.7.0: PR #466; image tag v3.7: PR #464; appVersion inferred; add-on "
+                            "v2.1.0-eksbuild.1 inferred (the newest seen, ACTIVE in AWS's gateway lab; no release "
+                            "note pairs it with v3.7); init-container tag inferred unchanged"),
 )
-"""Releases the library can install, oldest first."""
+"""Releases the library can install, oldest first. Only those with ``crd_public`` are validated targets."""
 
 OPERATOR_VERSIONS: tuple[str, ...] = tuple(r.version for r in sorted(RELEASES, key=lambda r: version_key(r.version)))
 """Operator versions the library supports (oldest first); the config's ``operator.version`` takes exactly these."""
 
+VALIDATED_OPERATOR_VERSIONS: tuple[str, ...] = tuple(
+    v for v in OPERATOR_VERSIONS if next(r for r in RELEASES if r.version == v).crd_public)
+"""The versions whose CRD text is public: configs of these are checked against the operator's own schema."""
+
 OperatorVersion = Literal[OPERATOR_VERSIONS]  # type: ignore[valid-type]
-"""The type of an operator version prop (``Literal["v3.2", "v3.3"]``), made from the table."""
+"""The type of an operator version prop (``Literal["v3.2", ..., "v3.7"]``), made from the table."""
 
 DEFAULT_OPERATOR_VERSION = "v3.3"
 
-#: Add-on versions newer than the validated ones, with the operator version each ships: ``operator.addonVersion`` may
-#: pin one (with a warning); the library has not validated them (AWS add-on release notes).
+#: Add-on versions seen besides the one each release installs, with the operator version each ships:
+#: ``operator.addonVersion`` may pin one (with a warning) (AWS add-on release notes and samples).
 NEWER_ADDON_VERSIONS: Mapping[str, str] = MappingProxyType({
-    "v1.5.0-eksbuild.1": "v3.4",
     "v2.0.0-eksbuild.1": "v3.6",
-    "v2.0.0-eksbuild.2": "v3.6",
-    "v2.1.0-eksbuild.1": "v3.7",
 })
 
 RELEASES_BY_VERSION: Mapping[str, OperatorRelease] = MappingProxyType({r.version: r for r in RELEASES})
 
 #: CRD field (path under the custom resource, IEC v1 and JSM v1) -> the first operator version that has it. A field
-#: not listed is in every supported version. Checked against the CRDs of each version by a test.
+#: not listed is in every supported version. Checked against the CRDs of each version with public CRD text by a
+#: test; the v3.6 fields are sourced from the chart's PR #461 ("spec/status.inferenceGateway opt-in and IEC
+#: spec.kubernetes.podTemplateAnnotations") and AWS's gateway documentation (``inferenceGateway.{enabled, name}``).
+#: Fields of later versions whose path is not published stay in ``specOverrides`` (facts.production.LATER_FIELDS).
 FIELDS_SINCE: Mapping[str, str] = MappingProxyType({
     "spec.modelCacheConfig": "v3.3",
     "spec.modelCacheConfig.weightsCache": "v3.3",
@@ -72,6 +106,10 @@ FIELDS_SINCE: Mapping[str, str] = MappingProxyType({
     "spec.modelCacheConfig.imageCache": "v3.3",
     "spec.modelCacheConfig.imageCache.enabled": "v3.3",
     "spec.loadBalancer.idleTimeoutSeconds": "v3.3",
+    "spec.inferenceGateway": "v3.6",
+    "spec.inferenceGateway.enabled": "v3.6",
+    "spec.inferenceGateway.name": "v3.6",
+    "spec.kubernetes.podTemplateAnnotations": "v3.6",
 })
 
 
@@ -92,6 +130,13 @@ def has_field(version: str, field: str) -> bool:
 def field_since(field: str) -> str | None:
     """The first supported operator version with ``field``; None when every supported version has it."""
     return FIELDS_SINCE.get(field)
+
+
+#: HyperPod's node-health taint, and the one value of it a model pod may tolerate: a toleration of any other value
+#: (or of the key with ``operator: Exists``) lets pods onto nodes HyperPod is draining or repairing (a review on
+#: awslabs/awsome-distributed-ai PR #1110; tolerations come with operator v3.7).
+NODE_HEALTH_TAINT_KEY = "sagemaker.amazonaws.com/node-health-status"
+NODE_HEALTH_SCHEDULABLE = "Schedulable"
 
 
 # --- operator image registries (the chart's image.repositoryDomainMap: chart 2.2.2 for v3.2, 2.3.0 for v3.3) ----------
@@ -190,8 +235,9 @@ ALB_CONTROLLER_CHART = HelmChartRef(chart="aws-load-balancer-controller", reposi
                                     version="1.13.2", release="aws-load-balancer-controller")
 KEDA_CHART = HelmChartRef(chart="keda", repository="https://kedacore.github.io/charts", version="2.17.1", release="keda")
 
-OPERATOR_ADDON_VERSIONS: Mapping[str, str] = MappingProxyType({r.version: r.addon_version for r in RELEASES})
-"""Operator version -> EKS add-on version (release notes)."""
+OPERATOR_ADDON_VERSIONS: Mapping[str, str] = MappingProxyType(
+    {r.version: r.addon_version for r in RELEASES if r.addon_version is not None})
+"""Operator version -> EKS add-on version (release notes), for the versions an add-on is known to ship."""
 CHART_VERSIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {r.version: (r.chart_version, r.app_version) for r in RELEASES})
 """Operator version -> (Helm chart version, appVersion)."""

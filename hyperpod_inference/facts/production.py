@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .versions import Version
+
 # --- enums: the one home of each (config/production.py types its fields Literal[<tuple>]) -------------------------
 METRIC_TYPES = ("Value", "Average")  # autoScalingSpec.*Trigger*.metricType
 ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")  # intelligentRoutingSpec.routingStrategy
@@ -136,6 +138,7 @@ _COMMON_PATHS: dict[str, str] = {
     "dataCapture": "dataCapture",
     "tlsConfig": "domainName (and the top-level domain section)",
     "dnsConfig": "domainName (and the top-level domain section)",
+    "inferenceGateway": "inferenceGateway",
 }
 MODELLED_SPEC_PATHS: dict[str, dict[str, str]] = {
     "InferenceEndpointConfig": {
@@ -165,6 +168,7 @@ MODELLED_SPEC_PATHS: dict[str, dict[str, str]] = {
         "kubernetes.volumes": "weightCache",
         "kubernetes.initContainers": "weightCache",
         "kubernetes.schedulerName": "schedulerName",
+        "kubernetes.podTemplateAnnotations": "podTemplateAnnotations",
     },
     "JumpStartModel": {
         **_COMMON_PATHS,
@@ -225,8 +229,10 @@ def _conflicts(patch: dict, modelled: dict[str, str]) -> list[tuple[Path, str]]:
 
 
 def override_conflicts(patch: dict, kind: str) -> list[tuple[Path, str]]:
-    """Conflicts of a ``specOverrides`` patch with the spec paths the library writes or models for ``kind``."""
-    return _conflicts(patch, MODELLED_SPEC_PATHS[kind])
+    """Conflicts of a ``specOverrides`` patch with the spec paths the library writes or models for ``kind``. A later
+    operator's field whose depth is not published (``tolerations``, ``lmcache``) is not one of them, wherever it
+    lies: the library writes none of it (its version is checked instead)."""
+    return [(leaf, key) for leaf, key in _conflicts(patch, MODELLED_SPEC_PATHS[kind]) if later_field(leaf) is None]
 
 
 def _copy_json(value: Any) -> Any:
@@ -241,10 +247,11 @@ def _copy_json(value: Any) -> Any:
 
 # --- specOverrides per operator version --------------------------------------------------------------------------
 # The library models every spec field of the CRDs it validates (v3.2, v3.3): a test walks each version's CRD and
-# finds no field outside MODELLED_SPEC_PATHS. So a specOverrides path that is not a modelled one is in none of those
-# CRDs: it is a field of a later operator, or a mistake. The later operators' fields known today, by version, each
-# with its source (their CRD text is not published; the hyperpod-inference-operator chart's PRs in
-# aws/sagemaker-hyperpod-cli and the release notes name them):
+# finds no field outside MODELLED_SPEC_PATHS. The v3.6 fields with a published path are modelled too (their versions
+# are in facts.operator.FIELDS_SINCE). So a specOverrides path that is not a modelled one is a field of a later
+# operator whose path is not published, or a mistake. Those later fields, by version, each with its source (their
+# CRD text is not published; the hyperpod-inference-operator chart's PRs in aws/sagemaker-hyperpod-cli and the
+# release notes name them), are allowed from their version on:
 @dataclass(frozen=True)
 class LaterField:
     name: str  # the field's name, as the source gives it
@@ -258,13 +265,25 @@ LATER_FIELDS: tuple[LaterField, ...] = (
     LaterField("metricsCollectorResources", "v3.4", "operator v3.4 release notes (add-on v1.5.0-eksbuild.1)"),
     LaterField("s3UploaderResources", "v3.4", "operator v3.4 release notes (add-on v1.5.0-eksbuild.1)"),
     # v3.5's weights-cache node-affinity field lies under modelCacheConfig.weightsCache, which the library writes
-    # (weightCache); its name is not published (chart 2.5.0, aws/sagemaker-hyperpod-cli PR #455).
-    LaterField("inferenceGateway", "v3.6", "chart 2.6.0, aws/sagemaker-hyperpod-cli PR #461", "inferenceGateway"),
-    LaterField("podTemplateAnnotations", "v3.6", "chart 2.6.0, aws/sagemaker-hyperpod-cli PR #461",
-               "kubernetes.podTemplateAnnotations"),
+    # (weightCache); its name is not published (chart 2.5.0, aws/sagemaker-hyperpod-cli PR #455), so no override
+    # can name it.
     LaterField("tolerations", "v3.7", "chart 2.7.0, aws/sagemaker-hyperpod-cli PRs #464 and #466"),
-    # v3.7's LMCache mode (InProcess | MultiProcess) lies under kvCacheSpec, which the library models.
+    # v3.7's LMCache mode (InProcess | MultiProcess): the PR names it lmcache.mode, at a depth it does not give.
+    LaterField("lmcache", "v3.7", "chart 2.7.0, aws/sagemaker-hyperpod-cli PR #464"),
 )
+
+
+def lists_named(name: str, patch: Any, path: Path = ()) -> list[tuple[Path, list]]:
+    """Every list under the key ``name`` in a merge patch, at any depth (a later field's path may not be published),
+    with its path."""
+    out: list[tuple[Path, list]] = []
+    if isinstance(patch, dict):
+        for key, sub in patch.items():
+            if key == name and isinstance(sub, list):
+                out.append(((*path, key), sub))
+            else:
+                out += lists_named(name, sub, (*path, str(key)))
+    return out
 
 
 def later_field(path: Path) -> LaterField | None:
@@ -318,9 +337,9 @@ def override_version_problems(patch: dict, kind: str, version: str) -> list[tupl
             continue
         later = later_field(leaf)
         if later is not None:
-            out.append((leaf, f"spec.{dotted(leaf)} is not in operator {version}'s CRD: {later.name} comes with "
-                              f"operator {later.version} ({later.source}), which the library does not validate; set "
-                              "specOverridesUnchecked: true to merge it anyway"))
+            if Version(version) < Version(later.version):
+                out.append((leaf, f"spec.{dotted(leaf)} needs operator.version {later.version} or later (have "
+                                  f"{version}; {later.name} comes with operator {later.version}: {later.source})"))
             continue
         guess = nearest_spec_field(leaf, kind)
         hint = f"; did you mean {guess}?" if guess else ""

@@ -13,6 +13,7 @@ from ..facts import naming
 from . import commands
 from .cache import CachePlan, SecretRef
 from .context import PlanContext, default_scope, namespace_home
+from .gateways import gateway_unit_of
 from .outputs import OutputPlan, endpoint_outputs, output_key
 from .warnings import WarningPlan, endpoint_warning_plans
 
@@ -189,6 +190,9 @@ def plan_endpoint(config: HyperPodConfig, endpoint: Endpoint, context: PlanConte
     namespace_unit = context.namespace_unit(ns)
     base = (namespace_unit,) if namespace_unit else ()
     deps = list(base)
+    gateway_unit = gateway_unit_of(config, endpoint)
+    if gateway_unit is not None:
+        deps.append(gateway_unit)
     token = token_secret_ref(endpoint, scope_key, kscope)
     hf = endpoint.model.huggingface
     token_sync = reader = cache = agent_code = s3_csi_read = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..facts import gateway as gateway_facts
 from ..facts import naming
 from .context import in_scope, manifest_id
 from .endpoints import token_names
@@ -38,7 +39,7 @@ class PlannedObject:
 
 def planned_objects(plan: ConfigPlan) -> tuple[PlannedObject, ...]:
     """The objects of ``plan`` whose names do not depend on content (content-named ConfigMaps and Jobs, and the
-    namespaces, are left out): each endpoint's custom resource, its token
+    namespaces, are left out): each endpoint's custom resource, each Inference Gateway, its token
     sync's ServiceAccount, SecretStore, ExternalSecret and the Secret that one writes, its model-reader
     ServiceAccount, each warm DaemonSet with its NetworkPolicy, and each namespace's agent gc ServiceAccount, Role,
     RoleBinding and NetworkPolicy. Once each, in the plan's order."""
@@ -67,6 +68,8 @@ def planned_objects(plan: ConfigPlan) -> tuple[PlannedObject, ...]:
         used_by = f"the NVMe warm DaemonSet of {', '.join(c.endpoint.name for c in group.caches)}"
         add("DaemonSet", ns, first.warm_name, used_by)
         add("NetworkPolicy", ns, naming.deny_ingress_policy_name(first.warm_name), used_by)
+    for g in plan.stack.gateways:
+        add(gateway_facts.KIND, g.namespace, g.name, f"the Inference Gateway {g.label}")
     gc = naming.agent_gc_name(plan.context.agent_code_prefix)
     for code, _ in plan.shared.agent_code:
         for kind in ("ServiceAccount", "Role", "RoleBinding", "NetworkPolicy"):
@@ -118,6 +121,8 @@ def planned_units(plan: ConfigPlan) -> tuple[PlannedUnit, ...]:
         units[OPERATOR_UNIT] = PlannedUnit(OPERATOR_UNIT, "", None)
     for n in plan.stack.namespaces:
         add(n.unit, "", *(ManifestObject("Namespace", "", ns) for ns in n.namespaces))
+    for g in plan.stack.gateways:
+        add(g.unit, "", ManifestObject(gateway_facts.KIND, g.namespace, g.name))
     for p in plan.endpoints:
         ep, ns = p.endpoint, p.endpoint.namespace
         if p.token_sync is not None:

@@ -12,6 +12,7 @@ from .capture import CapturePlan, plan_capture
 from .context import DeliveryPlan, NamespaceUnitPlan, PlanContext, plan_delivery, plan_namespaces
 from .domain import DomainPlan, plan_domain
 from .endpoints import EndpointPlan, plan_endpoint
+from .gateways import GatewayPlan, plan_gateways
 from .observability import ObservabilityPlan, plan_observability
 from .operator import OperatorPlan, plan_operator
 from .shared import SharedPlan, plan_shared
@@ -21,8 +22,8 @@ from .warnings import WarningPlan, config_warning_plans
 @dataclass(frozen=True)
 class StackPlan:
     """What the config decides for the whole stack: how manifests reach the cluster, the owned namespaces'
-    manifests, the operator install, the capture and domain pieces (None without their section) and the config's
-    own warnings."""
+    manifests, the operator install, the capture and domain pieces (None without their section), the config's
+    own warnings and the Inference Gateways it creates."""
 
     delivery: DeliveryPlan
     namespaces: tuple[NamespaceUnitPlan, ...]
@@ -30,6 +31,7 @@ class StackPlan:
     capture: CapturePlan | None
     domain: DomainPlan | None
     warnings: tuple[WarningPlan, ...]
+    gateways: tuple[GatewayPlan, ...] = ()
 
 
 def plan_stack(config: HyperPodConfig, context: PlanContext) -> StackPlan:
@@ -37,7 +39,7 @@ def plan_stack(config: HyperPodConfig, context: PlanContext) -> StackPlan:
         delivery=plan_delivery(config, context.kubernetes_scope),
         namespaces=plan_namespaces(config.namespaces, legacy=context.legacy_namespaces),
         operator=plan_operator(config, context), capture=plan_capture(config, context), domain=plan_domain(config),
-        warnings=config_warning_plans(config))
+        warnings=config_warning_plans(config), gateways=plan_gateways(config, context))
 
 
 @dataclass(frozen=True)

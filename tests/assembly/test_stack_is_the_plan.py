@@ -1,6 +1,7 @@
 """The stack is the plan: every AWS piece and every Kubernetes object the plan names (``plan.ownership``) is in the
 synthesized templates and manifests once, and nothing is synthesized that the plan does not name, but for the
-CDK-internal resources below (one synth of the default config, one of a perNamespace fleet)."""
+CDK-internal resources below (one synth of the default config, one of a perNamespace fleet, one with an Inference
+Gateway)."""
 
 from __future__ import annotations
 
@@ -50,9 +51,12 @@ def fleet_config() -> dict[str, Any]:
     return data
 
 
-@pytest.fixture(scope="module", params=["default", "fleet"])
+GATEWAY_CONFIG = Path(__file__).resolve().parents[1] / "fixtures" / "gateway.yaml"
+
+
+@pytest.fixture(scope="module", params=["default", "fleet", "gateway"])
 def synthesized(request, tmp_path_factory) -> Synth:
-    config = DEFAULT_CONFIG if request.param == "default" else fleet_config()
+    config = {"default": DEFAULT_CONFIG, "gateway": GATEWAY_CONFIG}.get(request.param) or fleet_config()
     return synth_config(config, tmp_path_factory.mktemp(request.param), nag=False)
 
 

@@ -144,9 +144,9 @@ def test_s3_prefetch_is_written_only_when_set():
 # ------------------------------------------------------------------------------------------------ specOverrides
 OVERRIDES = {
     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-    "inferenceGateway": {"enabled": True},
+    "lmcache": {"mode": "MultiProcess"},
     "metricsSidecarResources": {"limits": {"memory": "256Mi"}},
-    "kubernetes": {"podTemplateAnnotations": {"team": "search"}},
+    "s3UploaderResources": {"requests": {"cpu": "100m"}},
 }
 
 
@@ -155,7 +155,7 @@ def test_spec_overrides_merge_last_next_to_what_the_library_writes():
     plain = build_custom_resource(endpoint(), WIRING)
     cr = build_custom_resource(endpoint(specOverrides=OVERRIDES, specOverridesUnchecked=True), WIRING)
     assert cr["spec"]["tolerations"] == OVERRIDES["tolerations"]
-    assert cr["spec"]["kubernetes"]["podTemplateAnnotations"] == {"team": "search"}
+    assert cr["spec"]["lmcache"] == {"mode": "MultiProcess"}
     assert {k: v for k, v in cr["spec"].items() if k not in OVERRIDES} == \
         {k: v for k, v in plain["spec"].items() if k not in OVERRIDES}
     assert crd_errors(plain, "v3.3") == []  # validated before overrides (the overrides are fields the CRD lacks)
@@ -229,7 +229,7 @@ def test_a_whole_stack_with_production_fields_synthesizes_and_its_review_manifes
     data = copy.deepcopy(BASE)
     (ep,) = yaml.safe_load(block)["endpoints"]
     ep["specOverrides"] = {"tolerations": OVERRIDES["tolerations"]}
-    ep["specOverridesUnchecked"] = True  # tolerations come with operator v3.7; the config validates v3.3
+    ep["specOverridesUnchecked"] = True  # tolerations come with operator v3.7; the config stays on v3.3
     data["endpoints"].append(ep)
     synth = synth_config(data, tmp_path / "out")
     # THEN the review manifest carries the custom resource with the production fields and the override

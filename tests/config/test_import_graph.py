@@ -16,9 +16,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({"suggest", "safety", "base"})),
     ("sections", frozenset({"autoscaling", "routing", "metrics_tags", "probes", "resources", "worker_env",
                             "placement", "prefill_decode", "cache", "verify", "model_source", "capture", "cluster",
-                            "operator", "domain", "observability"})),
+                            "operator", "domain", "observability", "gateway"})),
     ("endpoint", frozenset({"endpoint"})),
-    ("rules", frozenset({"cross_rules", "warning_rules", "warnings"})),
+    ("rules", frozenset({"cross_rules", "gateway_rules", "warning_rules", "warnings"})),
     ("file", frozenset({"file"})),
     ("entry", frozenset({"models", "loader", "__init__"})),
 )

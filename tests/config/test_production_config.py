@@ -317,12 +317,12 @@ def test_a_model_version_without_endpoint_name_warns_too():
 
 
 def test_the_spec_overrides_warning_lists_the_paths():
-    ep = parse_config(config(specOverrides={"inferenceGateway": {"enabled": True},
-                                            "kubernetes": {"podTemplateAnnotations": {"a": "b"}}},
+    ep = parse_config(config(specOverrides={"metricsSidecarResources": {"limits": {"cpu": "1"}},
+                                            "lmcache": {"mode": "InProcess"}},
                              specOverridesUnchecked=True)).endpoints[0]
     (warning,) = [w for w in endpoint_warnings(ep) if w.id == "specOverridesUnchecked"]
-    assert "spec.inferenceGateway.enabled" in warning.message
-    assert "spec.kubernetes.podTemplateAnnotations.a" in warning.message
+    assert "spec.metricsSidecarResources.limits.cpu" in warning.message
+    assert "spec.lmcache.mode" in warning.message
 
 
 # ------------------------------------------------------------------------- operator.addonConfigurationOverrides
@@ -384,11 +384,11 @@ def test_a_newer_addon_version_is_pinnable_with_a_warning(version, words):
 
 
 def test_override_keys_with_dots_are_kept_whole():
-    # GIVEN an annotation key holding dots and a slash WHEN checked THEN it is one path segment, not a modelled path
-    ep = parse_config(config(specOverrides={"kubernetes": {"podTemplateAnnotations": {"example.com/volumes": "x"}}},
+    # GIVEN a key holding dots and a slash WHEN checked THEN it is one path segment, not a modelled path
+    ep = parse_config(config(specOverrides={"metricsSidecarResources": {"kubernetes.volumes/x": "x"}},
                              specOverridesUnchecked=True))
     (warning,) = [w for w in endpoint_warnings(ep.endpoints[0]) if w.id == "specOverridesUnchecked"]
-    assert "spec.kubernetes.podTemplateAnnotations.example.com/volumes" in warning.message
+    assert "spec.metricsSidecarResources.kubernetes.volumes/x" in warning.message
 
 
 def test_descriptions_come_from_attribute_docstrings_when_the_schema_is_made_as_pydantic_would_give_them():

@@ -27,17 +27,43 @@ def test_a_typo_is_refused_with_the_nearest_known_field():
     assert "did you mean tolerations?" in found["endpoints[0].specOverrides.tolerationz"]
 
 
-@pytest.mark.parametrize(("patch", "path", "version"), [
-    ({"inferenceGateway": {"enabled": True}}, "inferenceGateway.enabled", "v3.6"),
-    ({"kubernetes": {"podTemplateAnnotations": {"a": "b"}}}, "kubernetes.podTemplateAnnotations.a", "v3.6"),
+LATER = [
     ({"tolerations": [{"key": "a", "operator": "Exists"}]}, "tolerations", "v3.7"),
     ({"metricsSidecarResources": {"limits": {"memory": "1Gi"}}}, "metricsSidecarResources.limits.memory", "v3.4"),
-])
+    ({"lmcache": {"mode": "MultiProcess"}}, "lmcache.mode", "v3.7"),
+]
+
+
+@pytest.mark.parametrize(("patch", "path", "version"), LATER)
 def test_a_later_operators_field_is_refused_naming_the_version_that_has_it(patch, path, version):
     found = problems(config(specOverrides=patch))
     message = found[f"endpoints[0].specOverrides.{path}"]
-    assert f"comes with operator {version}" in message and "not in operator v3.3's CRD" in message
-    assert "specOverridesUnchecked: true" in message
+    assert f"needs operator.version {version} or later (have v3.3" in message
+    assert f"comes with operator {version}" in message
+
+
+@pytest.mark.parametrize(("patch", "path", "version"), LATER)
+def test_a_later_operators_field_is_allowed_from_the_version_that_adds_it(patch, path, version):
+    # GIVEN operator.version the field's own version WHEN the override sets it THEN accepted unchecked-free
+    assert problems(config(specOverrides=patch, version=version)) == {}
+
+
+def test_lmcache_mode_under_the_modelled_kv_cache_spec_is_version_checked_not_refused():
+    # GIVEN the v3.7 LMCache mode, whose depth is not published, under kvCacheSpec (which the library models)
+    patch = {"kvCacheSpec": {"lmcache": {"mode": "InProcess"}}}
+    # THEN before v3.7 it names v3.7, and from v3.7 on it passes (the library writes no lmcache key)
+    assert "needs operator.version v3.7" in problems(config(specOverrides=patch))[
+        "endpoints[0].specOverrides.kvCacheSpec.lmcache.mode"]
+    assert problems(config(specOverrides=patch, version="v3.7")) == {}
+
+
+@pytest.mark.parametrize(("patch", "key"), [
+    ({"inferenceGateway": {"enabled": True}}, "use inferenceGateway"),
+    ({"kubernetes": {"podTemplateAnnotations": {"a": "b"}}}, "use podTemplateAnnotations"),
+])
+def test_the_v3_6_fields_with_a_known_path_are_typed_so_overrides_of_them_are_refused(patch, key):
+    found = problems(config(specOverrides=patch, version="v3.7"))
+    assert any(key in m for m in found.values()), found
 
 
 def test_each_later_field_names_its_source():

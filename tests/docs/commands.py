@@ -183,9 +183,10 @@ KUBECTL_BUILTIN = {
     "nodes", "node", "no", "services", "service", "svc", "secret", "secrets", "serviceaccount", "serviceaccounts",
     "sa", "daemonset", "daemonsets", "ds", "ingress", "ingresses", "ing", "job", "jobs", "all",
 }
-#: Kinds of other operators the docs name (External Secrets Operator, cert-manager).
+#: Kinds of other operators the docs name (External Secrets Operator, cert-manager), and the Inference Gateway's
+#: (its CRD text is not public: its status is not checked).
 KUBECTL_OTHER_CRDS = {"externalsecret", "externalsecrets", "secretstore", "secretstores", "certificate",
-                      "certificates", "issuer", "issuers"}
+                      "certificates", "issuer", "issuers", "inferencegatewayconfig", "inferencegatewayconfigs", "igwc"}
 KUBECTL_VALUE_OPTS = {"-n", "--namespace", "-o", "--output", "-l", "--selector", "--field-selector", "-c",
                       "--container", "--tail", "--since", "-f", "--filename", "--for", "--timeout", "--context"}
 KUBECTL_RESOURCE_VERBS = {"get", "describe", "delete", "edit", "wait", "label", "annotate", "patch"}

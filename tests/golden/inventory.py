@@ -33,6 +33,12 @@ PROTECTED_TYPES = (
     "AWS::Logs::LogGroup",
 )
 
+#: The operator's add-on, and the kind whose objects must be deleted before that add-on is upgraded or removed.
+OPERATOR_ADDON = "amazon-sagemaker-hyperpod-inference"
+GATEWAY_KIND = '"kind":"InferenceGatewayConfig"'
+#: The inventory key of the add-on version of a stack that holds Inference Gateways.
+GATEWAY_ADDON_VERSION = "addonVersionUnderGateways"
+
 #: Properties that carry a physical name the library chooses.
 NAME_PROPERTIES = ("BucketName", "RoleName", "AliasName", "Name", "FunctionName", "AddonName", "DomainName",
                    "LogGroupName")
@@ -72,6 +78,8 @@ def profiles() -> dict[str, Any]:
         out[f"bench-{profile}"] = gen.config(3, profile)
     # stackLayout perNamespace: the nested stacks' logical IDs (a moved manifest is deleted with kubectl delete)
     out["fleet-heavy"] = gen.config(4, "heavy", namespace_count=2, layout="perNamespace")
+    # an Inference Gateway (v3.7, two schedulers over two endpoints): its add-on version is recorded too
+    out["gateway"] = REPO / "tests" / "fixtures" / "gateway.yaml"
     return out
 
 
@@ -100,7 +108,10 @@ def template_inventory(outdir: Path, template_file: str, nesting: str = "", asse
             assets.setdefault("files", {}).update(json.loads(path.read_text()).get("files", {}))
     template = json.loads((outdir / template_file).read_text())
     out: dict[str, dict[str, Any]] = {}
-    for logical_id, res in sorted(template.get("Resources", {}).items()):
+    resources = template.get("Resources", {})
+    gateways = any(GATEWAY_KIND in json.dumps((r.get("Properties") or {}).get("Manifest", ""))
+                   .replace("\\", "").replace(" ", "") for r in resources.values())
+    for logical_id, res in sorted(resources.items()):
         props = res.get("Properties") or {}
         names = {p: _name(props[p]) for p in NAME_PROPERTIES if props.get(p) is not None}
         replacing = {p: _name(props[p]) for p in REPLACING_PROPERTIES.get(res["Type"], ()) if props.get(p) is not None}
@@ -111,6 +122,8 @@ def template_inventory(outdir: Path, template_file: str, nesting: str = "", asse
             entry["replacing"] = replacing
         if res.get("DeletionPolicy"):
             entry["deletionPolicy"] = res["DeletionPolicy"]
+        if gateways and res["Type"] == "AWS::EKS::Addon" and props.get("AddonName") == OPERATOR_ADDON:
+            entry[GATEWAY_ADDON_VERSION] = _name(props.get("AddonVersion"))
         out[f"{nesting}/{logical_id}"] = entry
         nested = _nested_template(outdir, assets, res) if res["Type"] == "AWS::CloudFormation::Stack" else None
         if nested:
@@ -146,6 +159,19 @@ def removed_protected(old: dict[str, dict[str, Any]], new: dict[str, dict[str, A
                 or now.get("replacing") != entry.get("replacing")):
             gone[path] = entry["type"]
     return gone
+
+
+def gateway_addon_changes(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> list[str]:
+    """The operator add-on version changes of a stack with Inference Gateways, each as a sentence: every
+    InferenceGatewayConfig must be deleted before the add-on is upgraded (docs/upgrades.md)."""
+    out = []
+    for path, entry in old.items():
+        before, after = entry.get(GATEWAY_ADDON_VERSION), (new.get(path) or {}).get(GATEWAY_ADDON_VERSION)
+        if before is not None and after is not None and before != after:
+            out.append(f"{path}: the operator add-on goes from {before} to {after} in a stack with Inference "
+                       "Gateways: delete every InferenceGatewayConfig before the add-on is upgraded "
+                       "(docs/inference-gateway.md#upgrading-the-add-on)")
+    return out
 
 
 def missing_migrations(migrations: dict[str, str], changelog: str) -> list[str]:

@@ -28,6 +28,8 @@ def test_profile_deploys_the_snapshot_resources(synthesized: dict[str, dict], pr
     removed = inventory.removed_protected(snap, now)
     assert not removed, (f"{profile}: deployed resources would be deleted or replaced: {json.dumps(removed)}; if "
                          f"intended, run {UPDATE} and give each one's migration in CHANGELOG.md")
+    gateway_upgrades = inventory.gateway_addon_changes(snap, now)
+    assert not gateway_upgrades, f"{profile}: {gateway_upgrades} (then run {UPDATE})"
     changed = {k: (snap.get(k), now.get(k)) for k in sorted(set(snap) | set(now)) if snap.get(k) != now.get(k)}
     assert not changed, f"{profile}: resources differ from the snapshot (run {UPDATE} if intended): {changed}"
 
@@ -48,6 +50,25 @@ def test_removed_protected_sees_a_moved_manifest_and_a_renamed_bucket() -> None:
            "/Bucket": {"type": "AWS::S3::Bucket", "names": {"BucketName": "b"}}}
     assert inventory.removed_protected(old, new) == {"/ManifestA": "Custom::AWSCDK-EKS-KubernetesResource",
                                                      "/Bucket": "AWS::S3::Bucket"}
+
+
+def test_an_add_on_version_change_in_a_stack_with_gateways_is_called_out() -> None:
+    # GIVEN a gateway stack's add-on at v2.1.0 WHEN a release moves it to another version THEN the check says to
+    # delete the gateways first; a stack without gateways records no add-on version (its snapshot is unchanged)
+    old = {"/OperatorAddon": {"type": "AWS::EKS::Addon", inventory.GATEWAY_ADDON_VERSION: "v2.1.0-eksbuild.1"}}
+    new = {"/OperatorAddon": {"type": "AWS::EKS::Addon", inventory.GATEWAY_ADDON_VERSION: "v2.2.0-eksbuild.1"}}
+    assert inventory.gateway_addon_changes(old, new) == [
+        "/OperatorAddon: the operator add-on goes from v2.1.0-eksbuild.1 to v2.2.0-eksbuild.1 in a stack with "
+        "Inference Gateways: delete every InferenceGatewayConfig before the add-on is upgraded "
+        "(docs/inference-gateway.md#upgrading-the-add-on)"]
+    assert inventory.gateway_addon_changes(old, old) == []
+    assert inventory.gateway_addon_changes({"/OperatorAddon": {"type": "AWS::EKS::Addon"}}, new) == []
+
+
+def test_only_the_gateway_profile_records_the_add_on_version() -> None:
+    recorded = {name for name, entries in inventory.load_snapshot()["profiles"].items()
+                if any(inventory.GATEWAY_ADDON_VERSION in e for e in entries.values())}
+    assert recorded == {"gateway"}
 
 
 ALIAS = "AWS::KMS::Alias"

@@ -14,6 +14,7 @@ from ...facts.operator import (
     EXECUTION_ROLE_NAME_PREFIX,
     OPERATOR_ADDON_NAME,
     OPERATOR_ADDON_VERSIONS,
+    OPERATOR_VERSIONS,
     OperatorVersion,
 )
 from ...facts.production import merge_patch
@@ -50,8 +51,10 @@ class OperatorAddon(Construct):
                  configuration_overrides: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
         errors: list[str] = []
-        if version not in OPERATOR_ADDON_VERSIONS:
-            errors.append(f"version: must be one of {', '.join(OPERATOR_ADDON_VERSIONS)} (got {version!r})")
+        if version not in OPERATOR_ADDON_VERSIONS and not (version in OPERATOR_VERSIONS and addon_version):
+            errors.append(f"version: must be one of {', '.join(OPERATOR_ADDON_VERSIONS)}, or another of "
+                          f"{', '.join(OPERATOR_VERSIONS)} with addon_version (no add-on is known to ship it) "
+                          f"(got {version!r})")
         if addon_version is not None and (problem := rules.addon_version_problem(addon_version)):
             errors.append(f"addon_version: {problem} (got {addon_version!r})")
         _check_cluster_name(cluster_name, errors)
