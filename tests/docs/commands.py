@@ -185,7 +185,9 @@ KUBECTL_BUILTIN = {
 }
 #: Kinds of other operators the docs name (External Secrets Operator, cert-manager).
 KUBECTL_OTHER_CRDS = {"externalsecret", "externalsecrets", "secretstore", "secretstores", "certificate",
-                      "certificates", "issuer", "issuers"}
+                      "certificates", "issuer", "issuers",
+                      # the Inference Gateway's kind (v1alpha1): its CRD text is not public, so no CRD checks it
+                      "inferencegatewayconfig", "inferencegatewayconfigs", "igwc"}
 KUBECTL_VALUE_OPTS = {"-n", "--namespace", "-o", "--output", "-l", "--selector", "--field-selector", "-c",
                       "--container", "--tail", "--since", "-f", "--filename", "--for", "--timeout", "--context"}
 KUBECTL_RESOURCE_VERBS = {"get", "describe", "delete", "edit", "wait", "label", "annotate", "patch"}
