@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import aws_cdk as cdk
+from aws_cdk import Acknowledgment, Validations
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ..charts.operator import OperatorChart, OperatorChartProps
+from ..constructs.irsa import ServiceAccountRef, ServiceAccountRole
 from ..constructs.lazy import lazy, lazy_string
 from ..constructs.operator import (
     DependencyAddons,
@@ -26,7 +28,13 @@ from ..constructs.operator import (
     OperatorExecutionRole,
     TlsBucket,
 )
-from ..facts.operator import ALB_CONTROLLER_CHART, KEDA_CHART, OPERATOR_NAMESPACE
+from ..facts.operator import (
+    ALB_CONTROLLER_CHART,
+    GATEWAY_MANAGED_POLICY,
+    GATEWAY_SERVICE_ACCOUNT,
+    KEDA_CHART,
+    OPERATOR_NAMESPACE,
+)
 from ..plan import operator as ids
 from ..plan.operator import OperatorPlan
 from ..plan.shared import SharedPlan
@@ -82,6 +90,7 @@ class OperatorInstall:
         custom_service_accounts = lazy(lambda: shared().custom_service_accounts)
         custom_service_accounts_env = lazy_string(lambda: "true" if shared().custom_service_accounts else "false")
         if op.install == "addon":
+            gateway_role = self._gateway_role(scope, oidc_provider_arn) if plan.gateway_controller else None
             addon = OperatorAddon(
                 scope, ids.OPERATOR_ADDON_ID, cluster_name=cluster_name, version=op.version,
                 addon_version=op.addon_version, execution_role_arn=self.execution_role.role_arn,
@@ -90,6 +99,7 @@ class OperatorInstall:
                 jumpstart_gated_model_download_role_arn=lazy(self._gated_role_arn),
                 alb_role_arn=roles.alb_role.role_arn, keda_role_arn=roles.keda_role.role_arn,
                 preserve_on_delete=plan.preserve_on_delete,
+                gateway_role_arn=gateway_role.role_arn if gateway_role is not None else None,
                 configuration_overrides=op.addon_configuration_overrides)
             addon.node.add_dependency(self.tls_bucket, *deps)
             self.dependencies.append(addon)
@@ -114,6 +124,19 @@ class OperatorInstall:
         unit = delivery.deliver(scope, ids.OPERATOR_UNIT, chart, after=[self.tls_bucket, *deps], overwrite=True)
         delivery.operator_unit = unit
         self.chart_unit = unit
+
+    @staticmethod
+    def _gateway_role(scope: Construct, oidc_provider_arn: str) -> iam.Role:
+        """The Inference Gateway controller's IRSA role, with AWS's managed policy for it."""
+        role = ServiceAccountRole(scope, ids.GATEWAY_ROLE_ID, oidc_provider_arn=oidc_provider_arn,
+                                  service_account=ServiceAccountRef(*GATEWAY_SERVICE_ACCOUNT),
+                                  description="Inference Gateway controller installed by the HyperPod inference add-on")
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(GATEWAY_MANAGED_POLICY))
+        Validations.of(role).acknowledge(Acknowledgment(
+            id=f"AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{GATEWAY_MANAGED_POLICY}]",
+            reason="AWS's managed policy for the Inference Gateway controller (ACM import, tag, describe, delete of "
+                   "the certificates it issues)"))
+        return role
 
     def _gated_role_arn(self) -> str | None:
         """The gated-model role's ARN once a JumpStart endpoint made it exist (the add-on then gets the key)."""

@@ -254,6 +254,20 @@ def fields_in_operator_version(v: ConfigView) -> Problems:
 
 
 @cross_rule
+def gateway_addon_version(v: ConfigView) -> Problems:
+    """An endpoint's Inference Gateway needs the add-on that installs the gateway controller: a pinned
+    ``operator.addonVersion`` below it is refused."""
+    op = v.operator
+    if op is None or op.install != "addon" or not op.addon_version:
+        return
+    gateway = [i for i, ep in v.endpoints if ep.inference_gateway is not None and ep.inference_gateway.enabled]
+    minimum = operator_facts.GATEWAY_MIN_ADDON_VERSION
+    if gateway and operator_facts.Version(op.addon_version) < minimum:
+        yield _err(("operator", "addonVersion"), f"endpoints[{gateway[0]}].inferenceGateway needs the add-on from "
+                   f"{minimum} (it installs the gateway controller); have {op.addon_version}", op.addon_version)
+
+
+@cross_rule
 def spec_overrides_in_operator_version(v: ConfigView) -> Problems:
     """``specOverrides`` paths the library does not write must be fields of the chosen ``operator.version``: a later
     operator's field names the version that has it, an unknown one the nearest known field

@@ -206,10 +206,16 @@ OPERATOR_OBJECT_TAG = ("CreatedBy", "HyperPodInference")
 #: The operator creates one service account per JumpStart endpoint, named with this prefix.
 GATED_MODEL_SERVICE_ACCOUNT_PREFIX = "hyperpod-inference-service-account"
 
+#: The Inference Gateway's controller (FACTS section 13): the add-on installs it from this version when its
+#: configuration has ``inferenceGateway.enabled: true``; it runs as this service account, with AWS's managed policy.
+GATEWAY_MIN_ADDON_VERSION = "v2.0.0-eksbuild.2"
+GATEWAY_MANAGED_POLICY = "AmazonSageMakerHyperPodInferenceGatewayAccess"
+
 #: (namespace, name) of the dependencies' service accounts.
 ALB_CONTROLLER_SERVICE_ACCOUNT = (OPERATOR_NAMESPACE, "aws-load-balancer-controller")
 KEDA_SERVICE_ACCOUNT = (OPERATOR_NAMESPACE, "keda-operator")
 S3_CSI_SERVICE_ACCOUNT = ("kube-system", "s3-csi-driver-sa")
+GATEWAY_SERVICE_ACCOUNT = (OPERATOR_NAMESPACE, "inference-gateway-controller")
 
 #: EKS add-ons the operator add-on needs, at the minimum versions the setup guide names.
 DEPENDENCY_ADDON_VERSIONS: Mapping[str, str] = MappingProxyType({

@@ -18,6 +18,7 @@ S3_CSI_DRIVER_ROLE_ID = "S3CsiDriverRole"  # install: existing, imported
 DEPENDENCY_ROLES_ID = "DependencyRoles"
 DEPENDENCY_ADDONS_ID = "DependencyAddons"
 OPERATOR_ADDON_ID = "OperatorAddon"
+GATEWAY_ROLE_ID = "GatewayControllerRole"
 #: The manifest unit of the operator's own objects (``install: chart``).
 OPERATOR_UNIT = "operator"
 
@@ -41,6 +42,8 @@ class OperatorPlan:
     execution_role_arn: str | None
     gated_role_arn: str | None
     preserve_on_delete: bool
+    gateway_controller: bool = False
+    """The add-on installs the Inference Gateway controller (an endpoint opts into a gateway)."""
 
     @property
     def install(self) -> str:
@@ -65,4 +68,6 @@ def plan_operator(config: HyperPodConfig, context: PlanContext) -> OperatorPlan:
     return OperatorPlan(
         settings=op, hyperpod_cluster_arn=cluster.hyperpod_cluster_arn, eks_cluster_name=cluster.eks_cluster_name,
         vpc_id=cluster.vpc_id, execution_role_name=execution, gated_role_name=gated,
-        execution_role_arn=literal(execution), gated_role_arn=literal(gated), preserve_on_delete=files)
+        execution_role_arn=literal(execution), gated_role_arn=literal(gated), preserve_on_delete=files,
+        gateway_controller=any(ep.inference_gateway is not None and ep.inference_gateway.enabled
+                               for ep in config.endpoints))

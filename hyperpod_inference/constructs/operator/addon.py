@@ -39,6 +39,8 @@ class OperatorAddon(Construct):
     :param version: operator version; picks the add-on version from ``OPERATOR_ADDON_VERSIONS``
     :param addon_version: pin another add-on version (``vX.Y.Z-eksbuild.N``)
     :param preserve_on_delete: keep the operator on the cluster when the stack (or this add-on) is deleted
+    :param gateway_role_arn: the Inference Gateway controller's IRSA role: the configuration gets
+        ``inferenceGateway: {enabled: true, serviceAccount: {roleArn}}``
     :param configuration_overrides: an RFC 7386 merge patch applied last to ``configurationValues`` (for keys of
         newer add-on versions the library does not set)
     """
@@ -48,6 +50,7 @@ class OperatorAddon(Construct):
                  hyperpod_cluster_arn: str | None, enable_custom_service_accounts: bool,
                  jumpstart_gated_model_download_role_arn: str, alb_role_arn: str, keda_role_arn: str,
                  addon_version: str | None = None, preserve_on_delete: bool = False,
+                 gateway_role_arn: str | None = None,
                  configuration_overrides: Mapping[str, Any] | None = None) -> None:
         super().__init__(scope, construct_id)
         errors: list[str] = []
@@ -68,6 +71,10 @@ class OperatorAddon(Construct):
             alb_role_arn=alb_role_arn,
             keda_role_arn=keda_role_arn,
         )
+        if gateway_role_arn is not None:
+            # the Inference Gateway controller (add-on v2.0.0-eksbuild.2 and later), merged into the values above and
+            # before the user's overrides, which stay last
+            configuration["inferenceGateway"] = {"enabled": True, "serviceAccount": {"roleArn": gateway_role_arn}}
         if configuration_overrides:
             # operator.addonConfigurationOverrides: an RFC 7386 merge patch, applied last (the config refuses it on
             # the keys set above)
