@@ -43,7 +43,7 @@ class OperatorPlan:
     gated_role_arn: str | None
     preserve_on_delete: bool
     gateway_controller: bool = False
-    """The add-on installs the Inference Gateway controller (an endpoint opts into a gateway)."""
+    """The add-on installs the Inference Gateway controller (the config has gateways or an endpoint opts into one)."""
 
     @property
     def install(self) -> str:
@@ -69,5 +69,5 @@ def plan_operator(config: HyperPodConfig, context: PlanContext) -> OperatorPlan:
         settings=op, hyperpod_cluster_arn=cluster.hyperpod_cluster_arn, eks_cluster_name=cluster.eks_cluster_name,
         vpc_id=cluster.vpc_id, execution_role_name=execution, gated_role_name=gated,
         execution_role_arn=literal(execution), gated_role_arn=literal(gated), preserve_on_delete=files,
-        gateway_controller=any(ep.inference_gateway is not None and ep.inference_gateway.enabled
-                               for ep in config.endpoints))
+        gateway_controller=any(not gw.external for gw in config.gateways) or any(
+            ep.inference_gateway is not None and ep.inference_gateway.enabled for ep in config.endpoints))

@@ -16,6 +16,7 @@ from .operator import (
     DEPENDENCY_ADDONS_ID,
     DEPENDENCY_ROLES_ID,
     EXECUTION_ROLE_ID,
+    GATEWAY_ROLE_ID,
     OPERATOR_ADDON_ID,
     OPERATOR_UNIT,
     TLS_BUCKET_ID,
@@ -165,6 +166,8 @@ def planned_pieces(plan: ConfigPlan) -> tuple[PlannedPiece, ...]:
             pieces[DEPENDENCY_ADDONS_ID] = "the operator's dependency add-ons"
         if op.install == "addon":
             pieces[OPERATOR_ADDON_ID] = "the operator's EKS add-on"
+            if op.gateway_controller:
+                pieces[GATEWAY_ROLE_ID] = "the Inference Gateway controller's role"
     if not files:
         for unit in planned_units(plan):
             pieces[in_scope(unit.scope_key, manifest_id(unit.unit))] = f"the manifest {unit.unit}"

@@ -20,6 +20,9 @@ DEFAULT = yaml.safe_load((Path(__file__).resolve().parents[2] / "hyperpod.yaml")
 
 def gateway_config(**operator) -> dict:
     data = with_endpoint_changes(copy.deepcopy(DEFAULT), inferenceGateway={"enabled": True, "name": "chat-gw"})
+    # the gateway the endpoint names, created outside the stack (an endpoint may name only a gateway the config knows)
+    data["gateways"] = [{"name": "chat-gw", "namespace": data["endpoints"][0].get("namespace", "default"),
+                         "external": True}]
     data["operator"] = {**(data.get("operator") or {}), "version": "v3.6", **operator}
     return data
 

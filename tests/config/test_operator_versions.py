@@ -28,6 +28,13 @@ def problems(data) -> dict[str, str]:
     return {}
 
 
+def with_external_gateway(data: dict) -> dict:
+    """``data`` with the gateway GATEWAY names declared as created elsewhere (an endpoint may name only a gateway
+    the config knows)."""
+    data["gateways"] = [{"name": GATEWAY["name"], "namespace": "inference", "external": True}]
+    return data
+
+
 def with_operator(data: dict, **operator) -> dict:
     data["operator"] = {**(data.get("operator") or {}), **operator}
     return data
@@ -61,8 +68,8 @@ def test_a_v3_6_field_below_v3_6_is_refused_naming_the_version_that_adds_it(fiel
 
 
 def test_from_v3_6_the_typed_fields_land_at_their_paths():
-    ep = parse_config(config(version="v3.6", inferenceGateway=GATEWAY,
-                             podTemplateAnnotations={"example.com/team": "chat"})).endpoints[0]
+    ep = parse_config(with_external_gateway(config(version="v3.6", inferenceGateway=GATEWAY,
+                                                   podTemplateAnnotations={"example.com/team": "chat"}))).endpoints[0]
     spec = build_custom_resource(ep, WIRING)["spec"]
     assert spec["inferenceGateway"] == {"enabled": True, "name": "chat-gw"}
     assert spec["kubernetes"]["podTemplateAnnotations"] == {"example.com/team": "chat"}
@@ -76,12 +83,13 @@ def test_a_jumpstart_model_takes_the_gateway_but_not_pod_template_annotations():
 
 
 def test_the_gateway_and_intelligent_routing_on_one_endpoint_are_refused():
-    found = problems(config(version="v3.6", inferenceGateway=GATEWAY, intelligentRoutingSpec={"enabled": True}))
+    found = problems(with_external_gateway(config(version="v3.6", inferenceGateway=GATEWAY,
+                                                  intelligentRoutingSpec={"enabled": True})))
     assert "exclusive with intelligentRoutingSpec.enabled" in found["endpoints[0].inferenceGateway.enabled"]
     # AND either one alone (or the gateway turned off) passes
     assert problems(config(version="v3.6", inferenceGateway={"enabled": False},
                            intelligentRoutingSpec={"enabled": True})) == {}
-    assert problems(config(version="v3.6", inferenceGateway=GATEWAY)) == {}
+    assert problems(with_external_gateway(config(version="v3.6", inferenceGateway=GATEWAY))) == {}
 
 
 def test_v3_5_with_the_add_on_needs_a_pinned_add_on_version():
