@@ -19,6 +19,9 @@ from .operator import API_GROUP, OPERATOR_NAMESPACE
 API_VERSION = f"{API_GROUP}/v1alpha1"
 KIND = "InferenceGatewayConfig"
 SHORT_NAME = "igwc"
+#: The kind's plural: its CRD is ``<PLURAL>.<API_GROUP>``, served at ``v1alpha1`` (FACTS.md section 13).
+PLURAL = "inferencegatewayconfigs"
+CRD_VERSION = "v1alpha1"
 
 #: The operator field a gateway needs: the endpoints' ``spec.inferenceGateway`` (the release table says from which
 #: operator version).

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ...facts import gateway as gateway_facts
 from ...facts import naming
 from ...facts import operator as operator_facts
 from ...facts.versions import Version
@@ -14,6 +15,7 @@ from .base import FAIL, PASS, WARN, CheckFn, Context, Family, Result, bucket_res
 
 FAMILY = Family("operator", "the operator's add-on, its dependencies, its CRDs and its TLS bucket")
 
+GATEWAY_CRD = f"{gateway_facts.PLURAL}.{operator_facts.API_GROUP}"
 OPERATOR_CRDS = (f"inferenceendpointconfigs.{operator_facts.API_GROUP}", f"jumpstartmodels.{operator_facts.API_GROUP}")
 
 
@@ -121,6 +123,53 @@ def check_crds(ctx: Context) -> Iterator[Result]:
             yield Result("operator.crds", FAIL, resource,
                          f"present (serves {', '.join(served)}) though the stack installs the operator: another "
                          "install (a Helm release?) owns it", "set operator.install: existing")
+
+
+@FAMILY.check("operator.gateway", "with gateways, the add-on installs the Inference Gateway (from "
+              f"{gateway_facts.MIN_ADDON_VERSION}) and its CRD is served or comes with the stack's add-on",
+              lambda c: f"add-on {operator_facts.OPERATOR_ADDON_NAME} and CRD {GATEWAY_CRD}")
+def check_gateway(ctx: Context) -> Iterator[Result]:
+    """Runs only when the config needs the gateway controller (a gateway the stack creates, or an endpoint opted
+    into one): ``install: existing`` needs an installed add-on of at least the gateway's version with the gateway
+    enabled (its CRD served); the stack's own install brings both."""
+    if not ctx.plan().stack.operator.gateway_controller:
+        return
+    existing = ctx.config.operator.install == "existing"
+    name = operator_facts.OPERATOR_ADDON_NAME
+    minimum = gateway_facts.MIN_ADDON_VERSION
+    update = (f"aws eks update-addon --cluster-name {ctx.eks_name} --addon-name {name} --addon-version {minimum} "
+              "--configuration-values <the add-on's configuration with inferenceGateway.enabled: true>")
+
+    def addon() -> Result:
+        resource = f"add-on {name} on {ctx.eks_name}"
+        found = ctx.addon(name)
+        if not existing:
+            wanted = ctx.config.operator.addon_version or operator_facts.release(ctx.config.operator.version).addon_version
+            return Result("operator.gateway", PASS, resource, f"the stack installs add-on {wanted} with the gateway "
+                          "enabled" + (f" (installed now: {_addon_state(found)})" if found else ""))
+        if found is None:
+            return Result("operator.gateway", FAIL, resource, "install: existing, but the add-on is not installed",
+                          "set operator.install: addon (the stack installs it with the gateway)")
+        if Version(found.get("addonVersion", "v0")) < Version(minimum):
+            return Result("operator.gateway", FAIL, resource, f"{_addon_state(found)} has no Inference Gateway "
+                          f"(from {minimum}); delete every InferenceGatewayConfig before the update", update)
+        return Result("operator.gateway", PASS, resource, f"installed: {_addon_state(found)} (gateway from {minimum})")
+
+    def crd() -> Result:
+        resource = f"CustomResourceDefinition {GATEWAY_CRD}"
+        served = ctx.crd_versions(GATEWAY_CRD)
+        if served is None:
+            if existing:
+                return Result("operator.gateway", FAIL, resource, "absent: the installed add-on's configuration does "
+                              "not enable the gateway (inferenceGateway.enabled: true)", update)
+            return Result("operator.gateway", PASS, resource, "absent: the stack's add-on brings it")
+        if gateway_facts.CRD_VERSION not in served:
+            return Result("operator.gateway", FAIL, resource, f"serves {', '.join(served)}, not "
+                          f"{gateway_facts.CRD_VERSION}", update)
+        return Result("operator.gateway", PASS, resource, f"serves {', '.join(served)}")
+
+    yield from each("operator.gateway", f"add-on {name} on {ctx.eks_name}", addon)
+    yield from each("operator.gateway", f"CustomResourceDefinition {GATEWAY_CRD}", crd)
 
 
 @FAMILY.check("operator.tls-bucket", "the TLS bucket name is free, or the imported bucket exists",
