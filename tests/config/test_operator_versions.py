@@ -8,24 +8,17 @@ from __future__ import annotations
 import pytest
 
 from hyperpod_inference.charts.endpoint import EndpointWiring, build_custom_resource
-from hyperpod_inference.config import ConfigError, parse_config
+from hyperpod_inference.config import parse_config
 from hyperpod_inference.config.warnings import config_warnings, endpoint_warnings
 from hyperpod_inference.facts import operator as operator_facts
 from tests.config.test_production_config import config, jumpstart
+from tests.config.test_spec_overrides_versions import problems
 
 WIRING = EndpointWiring(region="us-west-2", tls_output_s3_uri="s3://hyperpod-tls-111122223333-us-west-2",
                         certificate_arn="arn:aws:acm:us-west-2:111122223333:certificate/0a1b2c3d-0000",
                         hosted_zone_id="Z0123ABC")
 GATEWAY = {"enabled": True, "name": "chat-gw"}
 TAINT = operator_facts.NODE_HEALTH_TAINT_KEY
-
-
-def problems(data) -> dict[str, str]:
-    try:
-        parse_config(data)
-    except ConfigError as err:
-        return dict(err.problems)
-    return {}
 
 
 def with_external_gateway(data: dict) -> dict:

@@ -54,6 +54,14 @@ def account(moto_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         kube.close()
 
 
+@pytest.fixture
+def init_config(account: Account) -> dict:
+    """What ``init`` wrote from the account (it exits 0)."""
+    status, path = run_init(account)
+    assert status == 0
+    return yaml.safe_load(path.read_text())
+
+
 def full_config(account: Account, base: dict) -> dict:
     """``base`` (what init wrote) with what a user adds: the namespace, two endpoints (an S3 model with a custom
     domain, a Hugging Face model of the Hub on loopback with a Secrets Manager token), capture with a KMS key, the imported zone and

@@ -4,24 +4,14 @@ the check has nothing to say. Against the realistic account (tests/ops/conftest.
 
 from __future__ import annotations
 
-import pytest
-import yaml
-
 from hyperpod_inference.facts import gateway as gateway_facts
 from hyperpod_inference.facts import operator as operator_facts
 from hyperpod_inference.ops.doctor.operator import GATEWAY_CRD
 from tests.fake_aws import ACCOUNT, Account
-from tests.ops.conftest import full_config, run_doctor, run_init
+from tests.ops.conftest import full_config, run_doctor
 
 CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{GATEWAY_CRD}"
 EXECUTION_ROLE = "arn:aws:iam::{account}:role/SageMakerHyperPodInferenceOperator"
-
-
-@pytest.fixture
-def init_config(account: Account) -> dict:
-    status, path = run_init(account)
-    assert status == 0
-    return yaml.safe_load(path.read_text())
 
 
 def gateway_config(account: Account, base: dict, **operator) -> dict:

@@ -26,7 +26,7 @@ from tests.fake_aws import (
     REGION,
     Account,
 )
-from tests.ops.conftest import full_config, run_doctor, run_init
+from tests.ops.conftest import full_config, run_doctor
 
 STACK = "HyperPodInference"
 CAPTURE_BUCKET = f"hyperpodinference-capture-{ACCOUNT}-{REGION}"
@@ -34,13 +34,6 @@ TLS_BUCKET = f"hyperpod-tls-hyperpodinference-{ACCOUNT}-{REGION}"
 OPERATOR_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/inferenceendpointconfigs." \
                "inference.sagemaker.aws.amazon.com"
 ENDPOINT_CR = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/inference/inferenceendpointconfigs/qwen-hf"
-
-
-@pytest.fixture
-def init_config(account: Account) -> dict:
-    status, path = run_init(account)
-    assert status == 0
-    return yaml.safe_load(path.read_text())
 
 
 def _failed(results: list[dict]) -> list[dict]:
