@@ -137,11 +137,12 @@ def check_gateway(ctx: Context) -> Iterator[Result]:
     existing = ctx.config.operator.install == "existing"
     name = operator_facts.OPERATOR_ADDON_NAME
     minimum = gateway_facts.MIN_ADDON_VERSION
+    addon_resource, crd_resource = f"add-on {name} on {ctx.eks_name}", f"CustomResourceDefinition {GATEWAY_CRD}"
     update = (f"aws eks update-addon --cluster-name {ctx.eks_name} --addon-name {name} --addon-version {minimum} "
               "--configuration-values <the add-on's configuration with inferenceGateway.enabled: true>")
 
     def addon() -> Result:
-        resource = f"add-on {name} on {ctx.eks_name}"
+        resource = addon_resource
         found = ctx.addon(name)
         if not existing:
             wanted = ctx.config.operator.addon_version or operator_facts.release(ctx.config.operator.version).addon_version
@@ -156,7 +157,7 @@ def check_gateway(ctx: Context) -> Iterator[Result]:
         return Result("operator.gateway", PASS, resource, f"installed: {_addon_state(found)} (gateway from {minimum})")
 
     def crd() -> Result:
-        resource = f"CustomResourceDefinition {GATEWAY_CRD}"
+        resource = crd_resource
         served = ctx.crd_versions(GATEWAY_CRD)
         if served is None:
             if existing:
@@ -168,8 +169,8 @@ def check_gateway(ctx: Context) -> Iterator[Result]:
                           f"{gateway_facts.CRD_VERSION}", update)
         return Result("operator.gateway", PASS, resource, f"serves {', '.join(served)}")
 
-    yield from each("operator.gateway", f"add-on {name} on {ctx.eks_name}", addon)
-    yield from each("operator.gateway", f"CustomResourceDefinition {GATEWAY_CRD}", crd)
+    yield from each("operator.gateway", addon_resource, addon)
+    yield from each("operator.gateway", crd_resource, crd)
 
 
 @FAMILY.check("operator.tls-bucket", "the TLS bucket name is free, or the imported bucket exists",
